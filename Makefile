@@ -1,0 +1,40 @@
+# Set-up and checks. `make demo` and `make test` each create .venv on first use.
+PY ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+EXTRAS := atari,mujoco,box2d,ray,dev
+# Two pytest workers match the CI machine's two cores; override with `make test JOBS=1`.
+JOBS ?= 2
+
+.PHONY: demo test lint unit learning bench clean
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[$(EXTRAS)]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/rlpyt train --log-dir runs/demo
+	$(BIN)/rlpyt plot runs/demo --out runs/demo/learning_curve.png
+	@echo "Learning curve written to runs/demo/learning_curve.png"
+
+lint: $(STAMP)
+	$(BIN)/ruff check rlpyt tests examples bench
+	$(BIN)/lint-imports
+
+test: lint
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadgroup tests
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest -n $(JOBS) -m "not learning" tests
+
+learning: $(STAMP)
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadgroup -m learning tests
+
+bench: $(STAMP)
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[bench]"
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
