@@ -1,0 +1,55 @@
+"""Categorical distribution over discrete actions, parameterised by probabilities."""
+
+from __future__ import annotations
+
+import torch
+
+from rlpyt.distributions.base import Distribution
+from rlpyt.distributions.discrete import DiscreteMixin
+from rlpyt.utils.collections import namedarraytuple
+from rlpyt.utils.tensor import select_at_indexes
+
+# Guards log(0) for actions of zero probability.
+EPS = 1e-8
+
+DistInfo = namedarraytuple("DistInfo", ["prob"], module=__name__)
+
+
+class Categorical(DiscreteMixin, Distribution):
+    """Distribution over ``dim`` actions; ``dist_info`` is ``DistInfo(prob)`` with ``prob``
+    ``[..., dim]`` (rows summing to 1, e.g. a softmax output).  Logs use ``log(p + 1e-8)`` so
+    that zero-probability actions give large finite values instead of ``-inf``.
+
+    Args:
+        dim: number of actions.
+        dtype: dtype of sampled actions (default ``torch.long``).
+        onehot_dtype: dtype of ``to_onehot`` output (default ``torch.float``).
+    """
+
+    def sample(self, dist_info: DistInfo) -> torch.Tensor:
+        """One action index per row of ``prob``: ``[..., dim] -> [...]``."""
+        prob = dist_info.prob
+        if prob.shape[-1] != self.dim:
+            raise ValueError(f"prob of shape {list(prob.shape)} must end in dim={self.dim}")
+        flat = prob.reshape(-1, self.dim)
+        sample = torch.multinomial(flat, num_samples=1).reshape(prob.shape[:-1])
+        return sample.to(self.dtype)
+
+    def kl(self, old_dist_info: DistInfo, new_dist_info: DistInfo) -> torch.Tensor:
+        p, q = old_dist_info.prob, new_dist_info.prob
+        return torch.sum(p * (torch.log(p + EPS) - torch.log(q + EPS)), dim=-1)
+
+    def log_likelihood(self, x: torch.Tensor, dist_info: DistInfo) -> torch.Tensor:
+        """log prob of action indexes ``x`` ``[...]``."""
+        return torch.log(select_at_indexes(x, dist_info.prob) + EPS)
+
+    def likelihood_ratio(
+        self, x: torch.Tensor, old_dist_info: DistInfo, new_dist_info: DistInfo
+    ) -> torch.Tensor:
+        p_new = select_at_indexes(x, new_dist_info.prob)
+        p_old = select_at_indexes(x, old_dist_info.prob)
+        return (p_new + EPS) / (p_old + EPS)
+
+    def entropy(self, dist_info: DistInfo) -> torch.Tensor:
+        p = dist_info.prob
+        return -torch.sum(p * torch.log(p + EPS), dim=-1)

@@ -1,0 +1,68 @@
+"""Multi-layer perceptron: the fully connected building block of most models."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+
+def _as_size_list(sizes: int | Sequence[int] | None, name: str) -> list[int]:
+    """Accept ``None``, one int or a sequence of ints; validate every entry."""
+    if sizes is None:
+        return []
+    if isinstance(sizes, int):
+        sizes = [sizes]
+    sizes = list(sizes)
+    for size in sizes:
+        if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+            raise ValueError(f"{name} must hold positive ints, got {sizes!r}")
+    return sizes
+
+
+class MlpModel(torch.nn.Module):
+    """Linear layers with a nonlinearity after every hidden layer.
+
+    Works on inputs with any leading dims: ``[..., input_size] -> [..., output_size]``.
+
+    Args:
+        input_size: number of input features.
+        hidden_sizes: width of each hidden layer; an int for one layer, a sequence for several,
+            ``None`` or ``[]`` for none (then the model is one linear layer, or the identity if
+            ``output_size`` is also ``None``).
+        output_size: width of a final linear layer without a nonlinearity. ``None`` (default)
+            leaves it out, so the output is the last hidden layer's activations.
+        nonlinearity: module class applied after each hidden layer (default ``torch.nn.ReLU``).
+    """
+
+    def __init__(
+        self,
+        input_size: int,
+        hidden_sizes: int | Sequence[int] | None,
+        output_size: int | None = None,
+        nonlinearity: type[torch.nn.Module] = torch.nn.ReLU,
+    ):
+        super().__init__()
+        if not isinstance(input_size, int) or input_size < 1:
+            raise ValueError(f"input_size must be a positive int, got {input_size!r}")
+        hidden_sizes = _as_size_list(hidden_sizes, "hidden_sizes")
+        if output_size is not None:
+            _as_size_list(output_size, "output_size")
+        layers: list[torch.nn.Module] = []
+        last_size = input_size
+        for size in hidden_sizes:
+            layers += [torch.nn.Linear(last_size, size), nonlinearity()]
+            last_size = size
+        if output_size is not None:
+            layers.append(torch.nn.Linear(last_size, output_size))
+            last_size = output_size
+        self.model = torch.nn.Sequential(*layers)
+        self._output_size = last_size
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        return self.model(input)
+
+    @property
+    def output_size(self) -> int:
+        """Width of the output: ``output_size`` if given, else the last hidden size."""
+        return self._output_size

@@ -1,0 +1,77 @@
+"""Feed-forward actor-critic for Atari frames (conv trunk, policy and value heads)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+
+from rlpyt.models.conv2d import Conv2dHeadModel
+from rlpyt.utils.tensor import infer_leading_dims, restore_leading_dims
+
+# The A3C-era Atari conv net (Mnih et al. 2016), sized for 84x84 inputs.
+DEFAULT_CHANNELS = (16, 32)
+DEFAULT_KERNEL_SIZES = (8, 4)
+DEFAULT_STRIDES = (4, 2)
+DEFAULT_PADDINGS = (0, 1)
+
+
+def atari_conv_kwargs(channels, kernel_sizes, strides, paddings) -> dict:
+    """Conv settings with the defaults filled in for those given as ``None``."""
+    return dict(
+        channels=DEFAULT_CHANNELS if channels is None else channels,
+        kernel_sizes=DEFAULT_KERNEL_SIZES if kernel_sizes is None else kernel_sizes,
+        strides=DEFAULT_STRIDES if strides is None else strides,
+        paddings=DEFAULT_PADDINGS if paddings is None else paddings,
+    )
+
+
+class AtariFfModel(torch.nn.Module):
+    """Conv layers and a fully connected layer shared by a softmax policy and a value head.
+
+    ``forward(image, prev_action, prev_reward) -> (pi, v)``: ``image`` is ``[..., C, H, W]``
+    with pixel values in 0..255 (any dtype, usually uint8; the model scales by 1/255);
+    ``pi`` is ``[..., output_size]`` action probabilities and ``v`` is ``[...]``.  Leading
+    dims ``[]``, ``[B]`` or ``[T, B]`` are kept.  ``prev_action`` and ``prev_reward`` are
+    accepted for the common agent interface and unused.
+
+    Args:
+        image_shape: ``(C, H, W)`` of one observation (C = stacked frames).
+        output_size: number of discrete actions.
+        fc_sizes: width(s) of the fully connected layer(s) after the convs (default 512).
+        use_maxpool: downsample with max-pooling instead of strided convs (default False).
+        channels, kernel_sizes, strides, paddings: conv settings; ``None`` (default) uses
+            ``(16, 32)``, ``(8, 4)``, ``(4, 2)``, ``(0, 1)``.
+    """
+
+    def __init__(
+        self,
+        image_shape: Sequence[int],
+        output_size: int,
+        fc_sizes: int | Sequence[int] = 512,
+        use_maxpool: bool = False,
+        channels: Sequence[int] | None = None,
+        kernel_sizes: Sequence[int] | None = None,
+        strides: Sequence[int] | None = None,
+        paddings: Sequence[int] | None = None,
+    ):
+        super().__init__()
+        self.conv = Conv2dHeadModel(
+            image_shape=image_shape,
+            hidden_sizes=fc_sizes,
+            use_maxpool=use_maxpool,
+            **atari_conv_kwargs(channels, kernel_sizes, strides, paddings),
+        )
+        self.pi = torch.nn.Linear(self.conv.output_size, output_size)
+        self.value = torch.nn.Linear(self.conv.output_size, 1)
+
+    def forward(
+        self, image: torch.Tensor, prev_action: torch.Tensor, prev_reward: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        lead_dim, T, B, img_shape = infer_leading_dims(image, 3)
+        img = image.reshape(T * B, *img_shape).to(torch.float32) * (1.0 / 255)
+        features = self.conv(img)
+        pi = F.softmax(self.pi(features), dim=-1)
+        v = self.value(features).squeeze(-1)
+        return restore_leading_dims((pi, v), lead_dim, T, B)

@@ -1,0 +1,120 @@
+"""Running mean and variance of a data stream, for observation normalisation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+import torch.distributed as dist
+
+
+def _distributed_world() -> bool:
+    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+
+
+class RunningMeanStdModel(torch.nn.Module):
+    """Tracks the mean and (population) variance of every element of ``shape``.
+
+    ``update(x)`` folds a batch ``[..., *shape]`` into the statistics with Chan et al.'s
+    parallel combination of (count, mean, M2), which is exact and stable however the data is
+    split into batches.  When ``torch.distributed`` is initialised with more than one process,
+    the batch statistics are all-reduced first, so every replica holds identical numbers; all
+    replicas must then call ``update`` together.  ``forward(x)`` returns the normalised
+    ``(x - mean) / sqrt(max(var, min_var))``, clipped to ``[-clip, clip]`` if ``clip`` is set.
+
+    The statistics are float64 buffers (saved in ``state_dict``, moved by ``.to``).  Before
+    the first update the mean is 0 and the variance 1, so ``forward`` is the identity.
+
+    Args:
+        shape: shape of one data point (e.g. an observation).
+        min_var: lower bound on the variance used to normalise (default 1e-6), avoiding a
+            division by ~0 for constant features.
+        clip: if given, bound of the normalised output (default ``None``: no clipping).
+    """
+
+    def __init__(
+        self, shape: int | Sequence[int], min_var: float = 1e-6, clip: float | None = None
+    ):
+        super().__init__()
+        self.shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        if min_var < 0:
+            raise ValueError(f"min_var must be >= 0, got {min_var}")
+        if clip is not None and clip <= 0:
+            raise ValueError(f"clip must be positive or None, got {clip}")
+        self.min_var = min_var
+        self.clip = clip
+        self.register_buffer("mean", torch.zeros(self.shape, dtype=torch.float64))
+        self.register_buffer("var", torch.ones(self.shape, dtype=torch.float64))
+        self.register_buffer("count", torch.zeros((), dtype=torch.float64))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        std = self.var.clamp(min=self.min_var).sqrt()
+        out_dtype = x.dtype if x.is_floating_point() else torch.get_default_dtype()
+        normalised = ((x - self.mean) / std).to(out_dtype)
+        if self.clip is not None:
+            normalised = normalised.clamp(-self.clip, self.clip)
+        return normalised
+
+    @torch.no_grad()
+    def update(self, x: torch.Tensor) -> None:
+        """Fold the batch ``x`` of shape ``[..., *shape]`` into the running statistics."""
+        if tuple(x.shape[x.dim() - len(self.shape) :]) != self.shape:
+            raise ValueError(
+                f"RunningMeanStdModel.update expects x of shape [..., {self.shape}], "
+                f"got {tuple(x.shape)}"
+            )
+        batch = x.reshape(-1, *self.shape).to(self.mean)
+        batch_count = torch.tensor(float(batch.shape[0]), dtype=torch.float64, device=batch.device)
+        batch_sum = batch.sum(dim=0)
+        if _distributed_world():
+            count_and_sum = torch.cat([batch_count.reshape(1), batch_sum.reshape(-1)])
+            dist.all_reduce(count_and_sum)
+            batch_count = count_and_sum[0]
+            batch_sum = count_and_sum[1:].reshape(self.shape)
+        if batch_count.item() == 0:
+            return
+        batch_mean = batch_sum / batch_count
+        # Squared deviations from the (global) batch mean: stable, unlike E[x^2] - E[x]^2.
+        batch_m2 = ((batch - batch_mean) ** 2).sum(dim=0)
+        if _distributed_world():
+            dist.all_reduce(batch_m2)
+        self._combine(batch_count, batch_mean, batch_m2)
+
+    def _combine(
+        self, batch_count: torch.Tensor, batch_mean: torch.Tensor, batch_m2: torch.Tensor
+    ) -> None:
+        """Chan et al. (1979): merge (count, mean, M2) of the batch into the running ones."""
+        total = self.count + batch_count
+        delta = batch_mean - self.mean
+        m2 = self.var * self.count + batch_m2 + delta**2 * (self.count * batch_count / total)
+        self.mean.add_(delta * (batch_count / total))
+        self.var.copy_(m2 / total)
+        self.count.copy_(total)
+
+
+class ObservationNormalizerMixin:
+    """Optional observation normalisation for a ``torch.nn.Module`` model.
+
+    Call ``init_observation_normalizer`` in ``__init__``; ``normalize_obs`` in ``forward``
+    (identity when disabled).  The statistics change only when the agent or algorithm calls
+    ``update_obs_rms(observation)`` explicitly (PG algorithms do so on each training batch),
+    never as a side effect of ``forward``.
+    """
+
+    obs_rms: RunningMeanStdModel | None
+
+    def init_observation_normalizer(
+        self, observation_shape: Sequence[int], enabled: bool, clip: float, var_clip: float
+    ) -> None:
+        self.obs_rms = (
+            RunningMeanStdModel(observation_shape, min_var=var_clip, clip=clip) if enabled else None
+        )
+
+    def normalize_obs(self, observation: torch.Tensor) -> torch.Tensor:
+        return observation if self.obs_rms is None else self.obs_rms(observation)
+
+    def update_obs_rms(self, observation: torch.Tensor) -> None:
+        """Fold a batch of observations ``[..., *observation_shape]`` into the running
+        statistics (no-op when normalisation is off)."""
+        if self.obs_rms is not None:
+            self.obs_rms.update(observation)

@@ -1,0 +1,104 @@
+"""Helpers for model parameters: target-network updates, DDP state dicts, gradient scaling."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import torch
+
+DDP_PREFIX = "module."
+
+
+def strip_ddp_state_dict(state_dict: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Copy of ``state_dict`` with the ``"module."`` key prefixes that (Distributed)DataParallel
+    adds removed (nested wrappers are unwrapped fully), so it loads into an unwrapped model."""
+    stripped = {}
+    for key, value in state_dict.items():
+        while key.startswith(DDP_PREFIX):
+            key = key[len(DDP_PREFIX) :]
+        stripped[key] = value
+    return stripped
+
+
+def _unwrap_parallel(model: torch.nn.Module) -> torch.nn.Module:
+    while isinstance(
+        model, (torch.nn.parallel.DistributedDataParallel, torch.nn.parallel.DataParallel)
+    ):
+        model = model.module
+    return model
+
+
+@torch.no_grad()
+def update_state_dict(
+    model: torch.nn.Module,
+    state_dict: Mapping[str, torch.Tensor],
+    tau: float = 1,
+    strip_ddp: bool = True,
+) -> None:
+    """Move ``model``'s parameters and buffers toward ``state_dict``, in place.
+
+    ``tau=1`` copies (``load_state_dict``); ``0 <= tau < 1`` is a soft (Polyak) update
+    ``new = tau * source + (1 - tau) * old`` of every floating-point entry, done with one
+    fused ``torch._foreach_lerp_`` call; integer entries (e.g. counters) are copied.
+
+    Args:
+        model: the module to update (e.g. a target network); may be DDP-wrapped.
+        state_dict: source values, with the same keys as ``model.state_dict()``.
+        tau: interpolation weight of the source, in ``[0, 1]`` (default 1: hard copy).
+        strip_ddp: remove ``"module."`` prefixes from ``state_dict`` keys first (default True),
+            so a state dict from a DDP-wrapped model updates a plain one.
+    """
+    if not 0 <= tau <= 1:
+        raise ValueError(f"tau must be in [0, 1], got {tau}")
+    if strip_ddp:
+        state_dict = strip_ddp_state_dict(state_dict)
+        model = _unwrap_parallel(model)
+    if tau == 1:
+        model.load_state_dict(state_dict)
+        return
+    target = model.state_dict()
+    missing = sorted(set(target) - set(state_dict))
+    unexpected = sorted(set(state_dict) - set(target))
+    if missing or unexpected:
+        raise KeyError(
+            f"update_state_dict: keys differ from the model's; missing {missing}, "
+            f"unexpected {unexpected}"
+        )
+    float_targets, float_sources = [], []
+    for key, old in target.items():
+        new = state_dict[key]
+        if old.is_floating_point():
+            float_targets.append(old)
+            float_sources.append(new.to(device=old.device, dtype=old.dtype))
+        else:
+            old.copy_(new)
+    if float_targets:
+        torch._foreach_lerp_(float_targets, float_sources, tau)
+
+
+def orthogonal_init_(layer: torch.nn.Linear, gain: float = math.sqrt(2)) -> torch.nn.Linear:
+    """Orthogonal weights scaled by ``gain`` and zero biases (the PPO convention); returns it."""
+    torch.nn.init.orthogonal_(layer.weight, gain=gain)
+    if layer.bias is not None:
+        torch.nn.init.zeros_(layer.bias)
+    return layer
+
+
+class ScaleGradient(torch.autograd.Function):
+    """Identity in the forward pass; multiplies the gradient by ``scale`` in the backward."""
+
+    @staticmethod
+    def forward(ctx, tensor: torch.Tensor, scale: float) -> torch.Tensor:
+        ctx.scale = scale
+        return tensor.view_as(tensor)
+
+    @staticmethod
+    def backward(ctx, grad_output: torch.Tensor):
+        return grad_output * ctx.scale, None
+
+
+def scale_grad(tensor: torch.Tensor, scale: float) -> torch.Tensor:
+    """``tensor`` unchanged, but gradients flowing back through it are scaled by ``scale``
+    (e.g. ``2 ** -0.5`` where two dueling heads share a trunk)."""
+    return ScaleGradient.apply(tensor, scale)
