@@ -1,0 +1,310 @@
+"""Agent base classes: models plus distributions, device placement, parameter sync.
+
+An agent turns ``(observation, prev_action, prev_reward)`` into actions.  It owns a
+torch model and an action distribution, knows nothing about the sampler, and
+exposes everything an algorithm trains (``parameters``, ``__call__``) or a runner
+saves (``state_dict``).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from rlpyt.models.utils import strip_ddp_state_dict
+from rlpyt.utils.collections import namedarraytuple
+
+__all__ = [
+    "AgentInputs",
+    "AgentInputsRnn",
+    "AgentStep",
+    "AlternatingRecurrentAgentMixin",
+    "BaseAgent",
+    "RecurrentAgentMixin",
+]
+
+AgentInputs = namedarraytuple("AgentInputs", ["observation", "prev_action", "prev_reward"])
+AgentInputsRnn = namedarraytuple(
+    "AgentInputsRnn", ["observation", "prev_action", "prev_reward", "init_rnn_state"]
+)
+AgentStep = namedarraytuple("AgentStep", ["action", "agent_info"])
+
+_MODES = ("train", "sample", "eval")
+
+
+class BaseAgent:
+    """Holds a model and a distribution; subclasses define ``__call__`` and ``step``.
+
+    Args:
+        ModelCls: torch ``nn.Module`` class; ``None`` uses the agent's default model.
+        model_kwargs: keyword arguments for ``ModelCls`` on top of those derived
+            from the env spaces (``make_env_to_model_kwargs``).  Default ``None``.
+        initial_model_state_dict: loaded into the model at ``initialize``.  Default ``None``.
+    """
+
+    recurrent = False
+    alternating = False
+
+    def __init__(self, ModelCls=None, model_kwargs=None, initial_model_state_dict=None):
+        self.ModelCls = ModelCls if ModelCls is not None else self.default_model_cls()
+        self.model_kwargs = dict(model_kwargs or {})
+        self.initial_model_state_dict = initial_model_state_dict
+        self.model = None
+        self.shared_model = None
+        self.distribution = None
+        self.device = torch.device("cpu")
+        self.env_spaces = None
+        self.env_model_kwargs = {}
+        self.share_memory = False
+        self._mode = None
+        self._send_count = None
+        self._recv_count = 0
+
+    # ---- construction ------------------------------------------------------------
+    def default_model_cls(self):
+        """Model class used when ``ModelCls`` is None; subclasses with a default override."""
+        raise ValueError(f"{type(self).__name__} needs a ModelCls (it has no default model)")
+
+    def make_env_to_model_kwargs(self, env_spaces) -> dict:
+        """Model keyword arguments derived from the env spaces (e.g. input/output sizes)."""
+        return {}
+
+    def check_env_spaces(self, env_spaces) -> None:
+        """Raise a clear error if the agent cannot act in these spaces."""
+
+    def initialize(self, env_spaces, share_memory=False, global_B=1, env_ranks=None):
+        """Build the model for ``env_spaces``.
+
+        Args:
+            env_spaces: ``EnvSpaces(observation, action)`` of the env.
+            share_memory: put parameters in shared memory (parallel CPU sampling).
+            global_B: total number of sampling envs across all workers/ranks.
+            env_ranks: global indices of the envs this agent instance steps.
+        """
+        self.check_env_spaces(env_spaces)
+        self.env_spaces = env_spaces
+        self.env_model_kwargs = self.make_env_to_model_kwargs(env_spaces)
+        self.model = self.ModelCls(**self.env_model_kwargs, **self.model_kwargs)
+        if self.initial_model_state_dict is not None:
+            self.model.load_state_dict(self.initial_model_state_dict)
+        self.share_memory = share_memory
+        if share_memory:
+            self.model.share_memory()
+            self.shared_model = self.model
+        self.global_B = global_B
+        self.env_ranks = list(range(global_B)) if env_ranks is None else list(env_ranks)
+
+    # ---- stepping (subclasses) ---------------------------------------------------
+    def __call__(self, observation, prev_action, prev_reward):
+        """Training-time forward pass on ``[T, B]`` (or ``[B]``) inputs."""
+        raise NotImplementedError
+
+    def step(self, observation, prev_action, prev_reward) -> AgentStep:
+        """Sampling-time action selection; inputs and outputs are CPU torch tensors."""
+        raise NotImplementedError
+
+    def reset(self):
+        """Called when all envs reset (start of sampling or evaluation)."""
+
+    def reset_one(self, idx):
+        """Called when env ``idx`` resets; recurrent agents clear its state."""
+
+    # ---- devices and parallelism ---------------------------------------------------
+    def to_device(self, cuda_idx=None):
+        """Move the model to GPU ``cuda_idx`` (None: stay on CPU).
+
+        A model in shared memory stays there as ``shared_model`` for the sampler
+        workers; ``sync_shared_memory`` copies trained parameters back into it.
+        """
+        if cuda_idx is None:
+            return
+        if self.shared_model is not None:
+            self.model = self.ModelCls(**self.env_model_kwargs, **self.model_kwargs)
+            self.model.load_state_dict(self.shared_model.state_dict())
+        self.device = torch.device("cuda", index=cuda_idx)
+        self.model.to(self.device)
+
+    def data_parallel(self):
+        """Wrap the model in ``DistributedDataParallel`` (torch.distributed must be initialised).
+
+        Returns the device ids used (``None`` on CPU).
+        """
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        if self.device.type == "cpu":
+            self.model = DDP(self.model)
+            return None
+        self.model = DDP(self.model, device_ids=[self.device.index], output_device=self.device.index)
+        return [self.device.index]
+
+    def sync_shared_memory(self):
+        """Copy the training model's parameters into the shared sampling model, if separate."""
+        if self.shared_model is not None and self.shared_model is not self.model:
+            self.shared_model.load_state_dict(strip_ddp_state_dict(self.model.state_dict()))
+
+    def async_cpu(self, share_memory=True):
+        """For asynchronous sampling on CPU: keep a separate shared-memory sampling model."""
+        if self.device.type != "cpu":
+            return
+        self.shared_model = self.ModelCls(**self.env_model_kwargs, **self.model_kwargs)
+        if share_memory:
+            self.shared_model.share_memory()
+        self.shared_model.load_state_dict(strip_ddp_state_dict(self.model.state_dict()))
+        self._send_count = torch.zeros(1, dtype=torch.long).share_memory_()
+        self._recv_count = 0
+
+    def send_shared_memory(self):
+        """Optimizer side of async sampling: publish new parameters to the samplers."""
+        if self.shared_model is not None and self.shared_model is not self.model:
+            self.shared_model.load_state_dict(strip_ddp_state_dict(self.model.state_dict()))
+            if self._send_count is not None:
+                self._send_count += 1
+
+    def recv_shared_memory(self):
+        """Sampler side of async sampling: load parameters published since the last call."""
+        if self.shared_model is None or self.shared_model is self.model:
+            return
+        if self._send_count is not None and self._recv_count < int(self._send_count):
+            self.model.load_state_dict(self.shared_model.state_dict())
+            self._recv_count = int(self._send_count)
+
+    # ---- modes -------------------------------------------------------------------
+    def train_mode(self, itr):
+        """Before an optimization step: gradients and dropout on."""
+        self.model.train()
+        self._mode = "train"
+
+    def sample_mode(self, itr):
+        """Before collecting training samples (exploration on)."""
+        self.model.eval()
+        self._mode = "sample"
+
+    def eval_mode(self, itr):
+        """Before evaluation episodes (exploration off or at its evaluation setting)."""
+        self.model.eval()
+        self._mode = "eval"
+
+    # ---- parameters and state ----------------------------------------------------------
+    def parameters(self):
+        return self.model.parameters()
+
+    def state_dict(self) -> dict:
+        """Everything the agent owns that training changes (subclasses extend)."""
+        return self.model.state_dict()
+
+    def load_state_dict(self, state_dict, strict: bool = True):
+        self.model.load_state_dict(strip_ddp_state_dict(state_dict), strict=strict)
+
+    def to_model_device(self, *tensors):
+        return tuple(None if t is None else t.to(self.device) for t in tensors)
+
+
+class RecurrentAgentMixin:
+    """Keeps the model's recurrent state between ``step`` calls.
+
+    The state is a namedarraytuple of ``[N, B, H]`` tensors (N layers, B envs).
+    ``reset_one(b)`` zeroes env ``b``'s state when its episode ends.  Sampling and
+    evaluation keep separate states, so evaluating mid-training never disturbs the
+    sampling envs' memory.  Each step records ``prev_rnn_state`` (as ``[B, N, H]``)
+    in ``agent_info`` for training-time replay of the sequence.
+    """
+
+    recurrent = True
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._prev_rnn_state = None
+        self._sample_rnn_state = None
+
+    def reset(self):
+        self._prev_rnn_state = None
+
+    def reset_one(self, idx):
+        if self._prev_rnn_state is not None:
+            self._prev_rnn_state[:, idx] = 0  # namedarraytuple writes every field
+
+    def advance_rnn_state(self, new_rnn_state):
+        self._prev_rnn_state = new_rnn_state
+
+    @property
+    def prev_rnn_state(self):
+        return self._prev_rnn_state
+
+    def train_mode(self, itr):
+        if self._mode == "sample":
+            self._sample_rnn_state = self._prev_rnn_state
+        super().train_mode(itr)
+
+    def sample_mode(self, itr):
+        if self._mode != "sample":
+            self._prev_rnn_state = self._sample_rnn_state
+        super().sample_mode(itr)
+
+    def eval_mode(self, itr):
+        if self._mode == "sample":
+            self._sample_rnn_state = self._prev_rnn_state
+        if self._mode != "eval":
+            self._prev_rnn_state = None
+        super().eval_mode(itr)
+
+
+class AlternatingRecurrentAgentMixin(RecurrentAgentMixin):
+    """Recurrent state for two alternating env groups (``AlternatingSampler``).
+
+    The sampler steps group 0 (the first half of the envs) and group 1 in turn,
+    each call on half the batch; this mixin keeps one state per group and swaps
+    them on every ``step`` so the model sees each group's own history.
+    """
+
+    alternating = True
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._alt = 0
+        self._prev_rnn_state_pair = [None, None]
+        self._sample_rnn_state_pair = [None, None]
+
+    def reset(self):
+        self._prev_rnn_state_pair = [None, None]
+        self._prev_rnn_state = None
+        self._alt = 0
+
+    def reset_one(self, idx):
+        """``idx`` is the env's index in the full batch; map it to its group."""
+        pair = self._prev_rnn_state_pair
+        half = None
+        for state in pair:
+            if state is not None:
+                half = state.h.shape[1] if hasattr(state, "h") else state[0].shape[1]
+                break
+        if half is None:
+            return
+        group, local = divmod(int(idx), half)
+        if pair[group] is not None:
+            pair[group][:, local] = 0
+
+    @property
+    def prev_rnn_state(self):
+        return self._prev_rnn_state_pair[self._alt]
+
+    def advance_rnn_state(self, new_rnn_state):
+        self._prev_rnn_state_pair[self._alt] = new_rnn_state
+        self._alt ^= 1
+
+    def train_mode(self, itr):
+        if self._mode == "sample":
+            self._sample_rnn_state_pair = list(self._prev_rnn_state_pair)
+        BaseAgent.train_mode(self, itr)
+
+    def sample_mode(self, itr):
+        if self._mode != "sample":
+            self._prev_rnn_state_pair = list(self._sample_rnn_state_pair)
+            self._alt = 0
+        BaseAgent.sample_mode(self, itr)
+
+    def eval_mode(self, itr):
+        if self._mode == "sample":
+            self._sample_rnn_state_pair = list(self._prev_rnn_state_pair)
+        if self._mode != "eval":
+            self._prev_rnn_state_pair = [None, None]
+            self._alt = 0
+        BaseAgent.eval_mode(self, itr)

@@ -1,0 +1,88 @@
+"""Shared machinery of policy-gradient agents: policy + value model, one distribution."""
+
+from __future__ import annotations
+
+import torch
+
+from rlpyt.agents.base import AgentStep, BaseAgent, RecurrentAgentMixin
+from rlpyt.utils.buffer import buffer_func, buffer_method, buffer_to
+from rlpyt.utils.collections import namedarraytuple
+
+__all__ = ["AgentInfo", "AgentInfoRnn", "BasePgAgent", "RecurrentPgAgentMixin"]
+
+AgentInfo = namedarraytuple("AgentInfo", ["dist_info", "value"])
+AgentInfoRnn = namedarraytuple("AgentInfoRnn", ["dist_info", "value", "prev_rnn_state"])
+
+
+class BasePgAgent(BaseAgent):
+    """Feed-forward policy-gradient agent: ``model(o, a, r) -> (*dist_params, value)``.
+
+    Subclasses set the distribution in ``initialize`` and map the model's
+    distribution outputs to a ``dist_info`` in ``make_dist_info``.
+    """
+
+    def make_dist_info(self, *dist_params):
+        raise NotImplementedError
+
+    def __call__(self, observation, prev_action, prev_reward):
+        """Training forward pass: ``(dist_info, value)`` on the agent's device."""
+        inputs = buffer_to((observation, prev_action, prev_reward), self.device)
+        *dist_params, value = self.model(*inputs)
+        return self.make_dist_info(*dist_params), value
+
+    @torch.no_grad()
+    def step(self, observation, prev_action, prev_reward) -> AgentStep:
+        inputs = buffer_to((observation, prev_action, prev_reward), self.device)
+        *dist_params, value = self.model(*inputs)
+        dist_info = self.make_dist_info(*dist_params)
+        action = self.select_action(dist_info)
+        agent_info = AgentInfo(dist_info=dist_info, value=value)
+        return buffer_to(AgentStep(action=action, agent_info=agent_info), "cpu")
+
+    def select_action(self, dist_info):
+        return self.distribution.sample(dist_info)
+
+    @torch.no_grad()
+    def value(self, observation, prev_action, prev_reward) -> torch.Tensor:
+        inputs = buffer_to((observation, prev_action, prev_reward), self.device)
+        return self.model(*inputs)[-1].cpu()
+
+    def train_mode(self, itr):
+        super().train_mode(itr)
+
+    def update_obs_rms(self, observation):
+        """Update the model's observation normaliser, if it has one (called by algorithms)."""
+        if hasattr(self.model, "update_obs_rms"):
+            self.model.update_obs_rms(observation.to(self.device))
+
+
+class RecurrentPgAgentMixin(RecurrentAgentMixin):
+    """Recurrent policy-gradient agent: ``model(o, a, r, rnn_state) -> (*dist, value, state)``."""
+
+    def __call__(self, observation, prev_action, prev_reward, init_rnn_state):
+        """Training forward pass over ``[T, B]`` sequences from ``init_rnn_state`` ``[N, B, H]``."""
+        inputs = buffer_to((observation, prev_action, prev_reward, init_rnn_state), self.device)
+        *dist_params, value, next_rnn_state = self.model(*inputs)
+        return self.make_dist_info(*dist_params), value, next_rnn_state
+
+    @torch.no_grad()
+    def step(self, observation, prev_action, prev_reward) -> AgentStep:
+        inputs = buffer_to((observation, prev_action, prev_reward), self.device)
+        *dist_params, value, rnn_state = self.model(*inputs, self.prev_rnn_state)
+        dist_info = self.make_dist_info(*dist_params)
+        action = self.select_action(dist_info)
+        prev_rnn_state = self.prev_rnn_state
+        if prev_rnn_state is None:
+            prev_rnn_state = buffer_func(rnn_state, torch.zeros_like)
+        # Stored per env as [B, N, H]; algorithms transpose back to [N, B, H].
+        prev_rnn_state = buffer_method(prev_rnn_state, "transpose", 0, 1)
+        agent_info = AgentInfoRnn(dist_info=dist_info, value=value, prev_rnn_state=prev_rnn_state)
+        self.advance_rnn_state(rnn_state)
+        return buffer_to(AgentStep(action=action, agent_info=agent_info), "cpu")
+
+    @torch.no_grad()
+    def value(self, observation, prev_action, prev_reward) -> torch.Tensor:
+        """Value from the current recurrent state, without advancing it."""
+        inputs = buffer_to((observation, prev_action, prev_reward), self.device)
+        outputs = self.model(*inputs, self.prev_rnn_state)
+        return outputs[-2].cpu()

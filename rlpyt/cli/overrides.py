@@ -1,0 +1,86 @@
+"""Command-line overrides of component keywords: ``--algo.learning_rate 3e-4``."""
+
+from __future__ import annotations
+
+import ast
+import copy
+import difflib
+from typing import Any
+
+__all__ = ["ConfigError", "apply_overrides", "parse_override_args", "parse_value"]
+
+
+class ConfigError(ValueError):
+    """A command-line override names an unknown component or keyword."""
+
+
+def parse_value(text: str) -> Any:
+    """Python literal if it parses (numbers, lists, dicts, True/None), else the string."""
+    lowered = {"true": True, "false": False, "none": None, "null": None}
+    if text.lower() in lowered:
+        return lowered[text.lower()]
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def parse_override_args(tokens: list[str]) -> list[tuple[str, Any]]:
+    """``["--algo.lr", "3e-4", "--x.y=1"]`` -> ``[("algo.lr", 3e-4), ("x.y", 1)]``."""
+    pairs, i = [], 0
+    while i < len(tokens):
+        token = tokens[i]
+        if not token.startswith("--") or "." not in token:
+            raise ConfigError(
+                f"unrecognised argument {token!r}: component keywords look like "
+                f"--algo.learning_rate 3e-4 or --sampler.batch_B=16"
+            )
+        key = token[2:]
+        if "=" in key:
+            key, text = key.split("=", 1)
+            i += 1
+        else:
+            if i + 1 >= len(tokens):
+                raise ConfigError(f"{token} needs a value")
+            text = tokens[i + 1]
+            i += 2
+        pairs.append((key, parse_value(text)))
+    return pairs
+
+
+def apply_overrides(config: dict, pairs: list[tuple[str, Any]], valid_keys: dict) -> dict:
+    """Deep-set each dotted key in a copy of ``config``.
+
+    ``valid_keys`` maps a component name to the keywords its class accepts; the first
+    key after the component must be one of them (deeper keys go inside dict values,
+    e.g. ``agent.model_kwargs.hidden_sizes``).  Unknown names raise ``ConfigError``
+    listing the valid ones.
+    """
+    config = copy.deepcopy(config)
+    for dotted, value in pairs:
+        parts = dotted.split(".")
+        component, keyword, rest = parts[0], parts[1], parts[2:]
+        if component not in valid_keys:
+            raise ConfigError(
+                f"unknown component {component!r} in --{dotted}; valid components: "
+                f"{sorted(valid_keys)}"
+            )
+        allowed = valid_keys[component]
+        if allowed is not None and keyword not in allowed:
+            close = difflib.get_close_matches(keyword, allowed, n=3)
+            hint = f" (did you mean {', '.join(close)}?)" if close else ""
+            raise ConfigError(
+                f"unknown keyword {keyword!r} for {component} in --{dotted}{hint}; valid "
+                f"keywords: {sorted(allowed)}"
+            )
+        node = config.setdefault(component, {})
+        path = [keyword, *rest]
+        for key in path[:-1]:
+            child = node.get(key)
+            if child is None:
+                child = node[key] = {}
+            elif not isinstance(child, dict):
+                raise ConfigError(f"--{dotted}: {key!r} holds {child!r}, not a dict of keywords")
+            node = child
+        node[path[-1]] = value
+    return config
