@@ -1,0 +1,212 @@
+"""What A2C and PPO share: returns and advantages from a batch, the optimizer, a gradient step.
+
+The losses themselves live in ``a2c.py`` and ``ppo.py``, each on one screen.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+
+import torch
+
+from rlpyt.agents.base import AgentInputs
+from rlpyt.algos.base import RlAlgorithm
+from rlpyt.utils.buffer import buffer_method, buffer_to
+from rlpyt.utils.returns import (
+    generalized_advantage_estimation,
+    timeout_bootstrapped_reward,
+    valid_from_done,
+)
+
+__all__ = ["OptInfo", "PolicyGradientAlgo", "linear_decay"]
+
+OptInfo = namedtuple("OptInfo", ["loss", "gradNorm", "entropy", "perplexity"])
+
+
+def linear_decay(itr: int, n_itr: int) -> float:
+    """Factor falling linearly from 1 at ``itr=0`` to 0 at ``itr=n_itr`` (then staying 0)."""
+    return max(0.0, (n_itr - itr) / n_itr)
+
+
+def check_in_range(owner: str, name: str, value, low, high, low_open: bool = False) -> None:
+    """Raise a ValueError naming the argument unless ``low (<|<=) value <= high``."""
+    ok = (value > low if low_open else value >= low) and value <= high
+    if not ok:
+        bracket = "(" if low_open else "["
+        raise ValueError(f"{owner}: {name}={value!r} must lie in {bracket}{low}, {high}]")
+
+
+class PolicyGradientAlgo(RlAlgorithm):
+    """Base of on-policy actor-critic algorithms trained on the latest ``[T, B]`` batch.
+
+    Subclasses set the hyperparameters in ``__init__`` (``discount``, ``gae_lambda``,
+    ``learning_rate``, ``OptimCls``, ``optim_kwargs``, ``clip_grad_norm``,
+    ``initial_optim_state_dict``, ``normalize_advantage``) and implement
+    ``optimize_agent``.  The sampler records ``bootstrap_value`` and
+    ``timeout_value`` because ``bootstrap_value = True``.
+    """
+
+    bootstrap_value = True
+    opt_info_fields = tuple(OptInfo._fields)
+    lr_scheduler = None
+
+    def initialize(
+        self,
+        agent,
+        n_itr: int,
+        batch_spec,
+        mid_batch_reset: bool = False,
+        examples=None,
+        world_size: int = 1,
+        rank: int = 0,
+    ) -> None:
+        if int(n_itr) != n_itr or n_itr < 1:
+            raise ValueError(f"{type(self).__name__}.initialize: n_itr={n_itr!r} must be >= 1")
+        self.agent = agent
+        self.n_itr = int(n_itr)
+        self.batch_spec = batch_spec
+        self.mid_batch_reset = mid_batch_reset
+        self.world_size = world_size
+        self._batch_size = batch_spec.size
+        self.optim_initialize(rank)
+
+    def optim_initialize(self, rank: int = 0) -> None:
+        """Optimizer over ``agent.parameters()`` (plus the LR schedule, if any)."""
+        self.rank = rank
+        self.optimizer = self.OptimCls(
+            self.agent.parameters(), lr=self.learning_rate, **self.optim_kwargs
+        )
+        self.lr_scheduler = self.make_lr_scheduler()
+        if self.initial_optim_state_dict is not None:
+            self.load_optim_state_dict(self.initial_optim_state_dict)
+
+    def make_lr_scheduler(self):
+        """A ``torch.optim.lr_scheduler`` stepped once per ``optimize_agent``, or None."""
+        return None
+
+    def optim_state_dict(self) -> dict:
+        """The optimizer's state dict, or ``{"optimizer", "lr_scheduler"}`` with a schedule."""
+        if self.lr_scheduler is None:
+            return self.optimizer.state_dict()
+        return {
+            "optimizer": self.optimizer.state_dict(),
+            "lr_scheduler": self.lr_scheduler.state_dict(),
+        }
+
+    def load_optim_state_dict(self, state_dict: dict) -> None:
+        """Accepts either form ``optim_state_dict`` returns (a bare optimizer state too)."""
+        if "param_groups" in state_dict:  # a bare torch optimizer state dict
+            self.optimizer.load_state_dict(state_dict)
+            return
+        if "optimizer" not in state_dict:
+            raise KeyError(
+                f"{type(self).__name__}.load_optim_state_dict: expected a torch optimizer state "
+                f"dict or {{'optimizer', 'lr_scheduler'}}, got keys {sorted(state_dict)}"
+            )
+        self.optimizer.load_state_dict(state_dict["optimizer"])
+        if self.lr_scheduler is not None and state_dict.get("lr_scheduler") is not None:
+            self.lr_scheduler.load_state_dict(state_dict["lr_scheduler"])
+
+    # ---- from samples to training targets ------------------------------------------
+    def process_returns(self, samples):
+        """Returns, advantages and the valid mask for a ``[T, B]`` batch.
+
+        Truncated episodes (``env_info.timeout``) bootstrap from the recorded
+        ``timeout_value`` = V(final observation): its discounted value is added to the
+        reward of the truncated step, while ``done`` still cuts the trace there.
+
+        Returns ``(return_, advantage, valid)``; ``valid`` is None for mid-batch-reset
+        collection, else 1 up to and including each env's first done in the batch.
+        """
+        reward = samples.env.reward
+        done = samples.env.done
+        value = samples.agent.agent_info.value
+        bootstrap_value = getattr(samples.agent, "bootstrap_value", None)
+        if bootstrap_value is None:
+            raise ValueError(
+                f"{type(self).__name__}: samples.agent has no bootstrap_value; the sampler must "
+                f"record AgentSamplesBsv (it does when algo.bootstrap_value is True)"
+            )
+        timeout = getattr(samples.env.env_info, "timeout", None)
+        if timeout is not None:
+            timeout_value = getattr(samples.agent, "timeout_value", None)
+            if timeout_value is None:
+                raise ValueError(
+                    f"{type(self).__name__}: env_info has a timeout field but samples.agent has "
+                    f"no timeout_value to bootstrap truncated episodes from"
+                )
+            reward = timeout_bootstrapped_reward(reward, timeout, timeout_value, self.discount)
+        advantage, return_ = generalized_advantage_estimation(
+            reward, value, done, bootstrap_value, self.discount, self.gae_lambda
+        )
+        valid = None if self.mid_batch_reset else valid_from_done(done)
+        if self.normalize_advantage:
+            advantage = self.normalized(advantage, valid)
+        return return_, advantage, valid
+
+    @staticmethod
+    def normalized(advantage: torch.Tensor, valid: torch.Tensor | None) -> torch.Tensor:
+        """Advantage scaled to mean 0, std 1 over the valid entries."""
+        chosen = advantage.reshape(-1) if valid is None else advantage[valid > 0]
+        mean, std = chosen.mean(), chosen.std(correction=0)
+        return (advantage - mean) / (std + 1e-8)
+
+    def agent_inputs(self, samples) -> AgentInputs:
+        """The agent's call inputs for the whole batch, on the agent's device."""
+        inputs = AgentInputs(
+            observation=samples.env.observation,
+            prev_action=samples.agent.prev_action,
+            prev_reward=samples.env.prev_reward,
+        )
+        return buffer_to(inputs, self.agent.device)
+
+    def to_agent_device(self, *tensors):
+        """The tensors (None passes through) on the agent's device."""
+        return tuple(None if t is None else t.to(self.agent.device) for t in tensors)
+
+    def initial_rnn_state(self, samples):
+        """Recurrent state at the batch's first step as ``[B, N, H]`` (None if feed-forward)."""
+        if not self.agent.recurrent:
+            return None
+        return buffer_to(samples.agent.agent_info.prev_rnn_state[0], self.agent.device)
+
+    @staticmethod
+    def rnn_state_for_model(state_bnh):
+        """``[B, N, H]`` (batch-major, as stored) -> ``[N, B, H]`` (as the model takes)."""
+        return buffer_method(buffer_method(state_bnh, "transpose", 0, 1), "contiguous")
+
+    # ---- one gradient step -------------------------------------------------------------
+    def check_finite(self, itr: int, **terms: torch.Tensor) -> None:
+        """Raise if any loss term is NaN/inf, naming the term, the iteration and the step."""
+        values = torch.stack([t.detach().reshape(()) for t in terms.values()])
+        if bool(torch.isfinite(values).all()):
+            return
+        for name, value in zip(terms, values.tolist()):
+            if not math.isfinite(value):
+                raise FloatingPointError(
+                    f"{type(self).__name__}: loss term {name!r} is {value} at itr {itr} "
+                    f"(gradient step {self.update_counter}); check the rewards and observations "
+                    f"for NaN/inf, or lower learning_rate={self.learning_rate}"
+                )
+
+    def gradient_step(self, loss: torch.Tensor) -> float:
+        """Backprop ``loss``, clip the gradient norm, step; returns the pre-clip norm."""
+        self.optimizer.zero_grad()
+        loss.backward()
+        max_norm = float("inf") if self.clip_grad_norm is None else self.clip_grad_norm
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.agent.parameters(), max_norm)
+        self.optimizer.step()
+        self.update_counter += 1
+        return float(grad_norm)
+
+    def check_common_args(self) -> None:
+        """Validate the keywords every policy-gradient algorithm has."""
+        name = type(self).__name__
+        check_in_range(name, "discount", self.discount, 0, 1)
+        check_in_range(name, "gae_lambda", self.gae_lambda, 0, 1)
+        check_in_range(name, "learning_rate", self.learning_rate, 0, float("inf"), low_open=True)
+        if self.clip_grad_norm is not None:
+            check_in_range(
+                name, "clip_grad_norm", self.clip_grad_norm, 0, float("inf"), low_open=True
+            )

@@ -1,0 +1,30 @@
+"""Shared return and advantage math for algorithms.
+
+The implementations live in ``rlpyt.utils.returns`` (layer 1) so that replay
+buffers, which sit below algorithms, can use the same n-step code; this module is
+the import path algorithms and users know from classic rlpyt.
+"""
+
+from rlpyt.utils.returns import (
+    discount_return,
+    discount_return_n_step,
+    generalized_advantage_estimation,
+    inverse_value_rescale,
+    lambda_returns,
+    timeout_bootstrapped_reward,
+    valid_from_done,
+    value_rescale,
+    vtrace,
+)
+
+__all__ = [
+    "discount_return",
+    "discount_return_n_step",
+    "generalized_advantage_estimation",
+    "inverse_value_rescale",
+    "lambda_returns",
+    "timeout_bootstrapped_reward",
+    "valid_from_done",
+    "value_rescale",
+    "vtrace",
+]

@@ -1,0 +1,288 @@
+"""Return and advantage estimators over ``[T, B]`` batches, for numpy and torch alike.
+
+Every function takes arrays with leading dims ``[T, B]`` (time, batch of envs; a
+plain ``[T]`` also works) and is vectorised over ``B``.  Recursions loop over ``T``
+backwards, which is short (a sampler batch or a replay sequence).  Arguments may be
+numpy arrays or torch tensors (not mixed); the result has the same kind.
+
+``done`` may be boolean or float.  ``done[t]`` means the episode ended *at* step
+``t``: nothing from ``t + 1`` on flows into the value of step ``t``.
+
+This module lives in ``rlpyt.utils`` (layer 1) so that replay buffers (n-step
+returns) can share it with the algorithms; ``rlpyt.algos.utils`` re-exports it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+__all__ = [
+    "discount_return",
+    "discount_return_n_step",
+    "generalized_advantage_estimation",
+    "inverse_value_rescale",
+    "lambda_returns",
+    "timeout_bootstrapped_reward",
+    "valid_from_done",
+    "value_rescale",
+    "vtrace",
+]
+
+Array = np.ndarray | torch.Tensor
+
+
+def _xp(x: Array):
+    """The array namespace of ``x``: ``torch`` or ``numpy``."""
+    return torch if isinstance(x, torch.Tensor) else np
+
+
+def _as_dtype(x: Array, dtype) -> Array:
+    return x.to(dtype) if isinstance(x, torch.Tensor) else x.astype(dtype)
+
+
+def _as_float_like(x: Array, like: Array) -> Array:
+    """``x`` (e.g. a boolean ``done``) in the float dtype of ``like``."""
+    return _as_dtype(x, like.dtype)
+
+
+def _new_or_dest(dest: Array | None, like: Array, shape=None) -> Array:
+    if dest is not None:
+        return dest
+    xp = _xp(like)
+    if shape is None:
+        return xp.zeros_like(like)
+    return xp.zeros(shape, dtype=like.dtype) if xp is np else like.new_zeros(shape)
+
+
+def discount_return(
+    reward: Array,
+    done: Array,
+    bootstrap_value: Array,
+    discount: float,
+    return_dest: Array | None = None,
+) -> Array:
+    """Discounted return from every step to the end of the batch.
+
+    ``G[t] = reward[t] + discount * (1 - done[t]) * G[t + 1]`` with
+    ``G[T] = bootstrap_value`` (the value of the observation after the batch, ``[B]``).
+    Written into ``return_dest`` when given.
+    """
+    return_ = _new_or_dest(return_dest, reward)
+    not_done = 1 - _as_float_like(done, reward)
+    running = bootstrap_value
+    for t in reversed(range(len(reward))):
+        running = reward[t] + discount * not_done[t] * running
+        return_[t] = running
+    return return_
+
+
+def generalized_advantage_estimation(
+    reward: Array,
+    value: Array,
+    done: Array,
+    bootstrap_value: Array,
+    discount: float,
+    gae_lambda: float,
+    advantage_dest: Array | None = None,
+    return_dest: Array | None = None,
+) -> tuple[Array, Array]:
+    """GAE(lambda) advantages and their value targets (Schulman et al. 2016).
+
+    ``delta[t] = reward[t] + discount * (1 - done[t]) * value[t + 1] - value[t]`` and
+    ``A[t] = delta[t] + discount * gae_lambda * (1 - done[t]) * A[t + 1]``, with
+    ``value[T] = bootstrap_value``.  Returns ``(advantage, return_)`` where
+    ``return_ = advantage + value`` (the lambda-return).  ``gae_lambda=1`` gives the
+    discounted return minus ``value``; ``gae_lambda=0`` gives the one-step TD error.
+    """
+    advantage = _new_or_dest(advantage_dest, reward)
+    return_ = _new_or_dest(return_dest, reward)
+    not_done = 1 - _as_float_like(done, reward)
+    next_value = bootstrap_value
+    running = 0.0
+    for t in reversed(range(len(reward))):
+        delta = reward[t] + discount * not_done[t] * next_value - value[t]
+        running = delta + discount * gae_lambda * not_done[t] * running
+        advantage[t] = running
+        next_value = value[t]
+    return_[:] = advantage + value
+    return advantage, return_
+
+
+def lambda_returns(
+    reward: Array,
+    value: Array,
+    done: Array,
+    bootstrap_value: Array,
+    discount: float,
+    lambda_: float,
+    return_dest: Array | None = None,
+) -> Array:
+    """TD(lambda) returns, computed by their recursive definition.
+
+    ``G[t] = reward[t] + discount * (1 - done[t]) * ((1 - lambda_) * value[t + 1]
+    + lambda_ * G[t + 1])`` with ``value[T] = G[T] = bootstrap_value``.  Equal to the
+    GAE return; written separately for algorithms that want targets, not advantages.
+    """
+    return_ = _new_or_dest(return_dest, reward)
+    not_done = 1 - _as_float_like(done, reward)
+    next_value = next_return = bootstrap_value
+    for t in reversed(range(len(reward))):
+        blended = (1 - lambda_) * next_value + lambda_ * next_return
+        next_return = reward[t] + discount * not_done[t] * blended
+        return_[t] = next_return
+        next_value = value[t]
+    return return_
+
+
+def discount_return_n_step(
+    reward: Array,
+    done: Array,
+    n_step: int,
+    discount: float,
+    return_dest: Array | None = None,
+    done_n_dest: Array | None = None,
+    do_truncated: bool = False,
+) -> tuple[Array, Array]:
+    """n-step discounted reward sums and their done flags, without bootstrapping.
+
+    ``return_[t] = sum_{k < n_step} discount**k * reward[t + k]``, summing only up to
+    (and including) the first done in ``t .. t + n_step - 1``; ``done_n[t]`` says
+    whether such a done occurred (then the target must not bootstrap).  Replay
+    buffers add ``discount**n_step * (1 - done_n) * Q(s[t + n_step])`` themselves.
+
+    Output length is ``T - n_step + 1`` (only complete windows), or ``T`` with
+    ``do_truncated=True``, where the last rows sum the rewards that remain.
+    ``done_n`` has the dtype of ``done``.
+    """
+    if int(n_step) != n_step or n_step < 1:
+        raise ValueError(f"discount_return_n_step: n_step={n_step!r} must be an integer >= 1")
+    T = reward.shape[0]
+    length = T if do_truncated else T - (n_step - 1)
+    if length < 1:
+        raise ValueError(
+            f"discount_return_n_step: {T} time steps are too few for n_step={n_step} "
+            f"(need at least n_step, or do_truncated=True)"
+        )
+    xp = _xp(reward)
+    done_f = _as_float_like(done, reward)
+    return_ = _new_or_dest(None, reward, (length,) + tuple(reward.shape[1:]))
+    done_n = _new_or_dest(None, reward, (length,) + tuple(reward.shape[1:]))
+    return_[:] = reward[:length]
+    done_n[:] = done_f[:length]
+    for k in range(1, n_step):
+        rows = min(length, T - k)  # rows t that have a step t + k inside the batch
+        if rows < 1:
+            break
+        return_[:rows] += (discount**k) * reward[k : k + rows] * (1 - done_n[:rows])
+        done_n[:rows] = xp.maximum(done_n[:rows], done_f[k : k + rows])
+    done_n = _as_dtype(done_n, done.dtype)
+    if return_dest is not None:
+        return_dest[:] = return_
+        return_ = return_dest
+    if done_n_dest is not None:
+        done_n_dest[:] = done_n
+        done_n = done_n_dest
+    return return_, done_n
+
+
+def vtrace(
+    reward: Array,
+    value: Array,
+    done: Array,
+    bootstrap_value: Array,
+    discount: float,
+    log_rho: Array,
+    rho_bar: float | None = 1.0,
+    c_bar: float | None = 1.0,
+    pg_rho_bar: float | None = None,
+    lambda_: float = 1.0,
+) -> tuple[Array, Array]:
+    """V-trace value targets and policy-gradient advantages (Espeholt et al. 2018, IMPALA).
+
+    Args:
+        reward, value, done: ``[T, B]``; ``value`` is ``V(x[t])`` under the learner.
+        bootstrap_value: ``[B]``, ``V(x[T])``.
+        discount: gamma.
+        log_rho: ``[T, B]`` log importance ratios ``log pi(a|x) - log mu(a|x)`` of the
+            learner policy ``pi`` to the behaviour policy ``mu``.
+        rho_bar: truncation of the ratio in the TD error (sets the fixed point);
+            ``None`` leaves it untruncated.
+        c_bar: truncation of the trace-cutting ratio (sets the contraction speed);
+            ``None`` leaves it untruncated.
+        pg_rho_bar: truncation of the ratio weighting the policy-gradient advantage
+            (defaults to ``rho_bar``).
+        lambda_: extra trace decay multiplying every ``c`` (1 in the paper).
+
+    Returns ``(vs, pg_advantage)``:
+    ``vs[t] = V(x[t]) + sum_{s >= t} gamma^(s-t) (prod_{t <= i < s} c[i]) delta[s]``
+    with ``delta[s] = rho[s] (r[s] + gamma V(x[s + 1]) - V(x[s]))``, and
+    ``pg_advantage[t] = rho_pg[t] (r[t] + gamma vs[t + 1] - V(x[t]))``.  Discounts are
+    zero after a done.
+    """
+    xp = _xp(reward)
+    ratio = xp.exp(log_rho)
+    rho = ratio if rho_bar is None else ratio.clip(max=rho_bar)
+    c = lambda_ * (ratio if c_bar is None else ratio.clip(max=c_bar))
+    pg_rho_bar = rho_bar if pg_rho_bar is None else pg_rho_bar
+    pg_rho = ratio if pg_rho_bar is None else ratio.clip(max=pg_rho_bar)
+    discounts = discount * (1 - _as_float_like(done, reward))
+    vs = _new_or_dest(None, reward)
+    pg_advantage = _new_or_dest(None, reward)
+    next_value = next_vs = bootstrap_value
+    next_vs_minus_v = 0.0
+    for t in reversed(range(len(reward))):
+        delta = rho[t] * (reward[t] + discounts[t] * next_value - value[t])
+        vs_minus_v = delta + discounts[t] * c[t] * next_vs_minus_v
+        vs[t] = value[t] + vs_minus_v
+        pg_advantage[t] = pg_rho[t] * (reward[t] + discounts[t] * next_vs - value[t])
+        next_value, next_vs, next_vs_minus_v = value[t], vs[t], vs_minus_v
+    return vs, pg_advantage
+
+
+def valid_from_done(done: Array) -> Array:
+    """Float mask ``[T, B]``: 1 up to and including the first done of each column, then 0.
+
+    For wait-reset collection, where an env idles after its episode ends until the
+    batch is over: steps after the first done carry no real data.
+    """
+    xp = _xp(done)
+    is_float = done.is_floating_point() if xp is torch else np.issubdtype(done.dtype, np.floating)
+    done_f = _as_dtype(done, done.dtype if is_float else xp.float32)
+    valid = xp.ones_like(done_f)
+    ended_before = xp.cumsum(done_f[:-1], 0).clip(max=1)
+    valid[1:] = 1 - ended_before
+    return valid
+
+
+def timeout_bootstrapped_reward(
+    reward: Array, timeout: Array, timeout_value: Array, discount: float
+) -> Array:
+    """``reward + discount * timeout_value * timeout``.
+
+    A time-limit truncation is not a true end: the return should continue with
+    ``V(final observation)``.  Adding that bootstrap to the reward of the
+    truncated step, while ``done`` still cuts the recursion there (the next step
+    belongs to a new episode), gives exactly the right targets.
+    """
+    return reward + discount * timeout_value * _as_float_like(timeout, reward)
+
+
+def value_rescale(x: Array, eps: float = 1e-3) -> Array:
+    """``h(x) = sign(x) (sqrt(|x| + 1) - 1) + eps x`` (Pohlen et al. 2018; used by R2D2)."""
+    xp = _xp(x)
+    return xp.sign(x) * (xp.sqrt(xp.abs(x) + 1) - 1) + eps * x
+
+
+def inverse_value_rescale(x: Array, eps: float = 1e-3) -> Array:
+    """Closed-form inverse of ``value_rescale``.
+
+    ``h^-1(x) = sign(x) (((sqrt(1 + 4 eps (|x| + 1 + eps)) - 1) / (2 eps))^2 - 1)``,
+    evaluated in the algebraically equal form ``2 m / (sqrt(1 + 4 eps m) + 1)`` with
+    ``m = |x| + 1 + eps``, which has no cancellation for small ``eps`` and is
+    valid at ``eps = 0``.
+    """
+    xp = _xp(x)
+    m = xp.abs(x) + 1 + eps
+    root = 2 * m / (xp.sqrt(1 + 4 * eps * m) + 1)
+    return xp.sign(x) * (root**2 - 1)
