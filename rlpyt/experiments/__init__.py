@@ -1,0 +1,1 @@
+"""Experiment grids: the ``rlpyt launch`` grid-file runner."""
