@@ -209,6 +209,9 @@ class MinibatchRlBase(BaseRunner):
                 self._train_itr(itr)
                 if self._is_log_itr(itr):
                     self._log_itr(itr)
+                    if self.should_stop():
+                        logger.log(f"Stopping early after iteration {itr}.")
+                        break
         except KeyboardInterrupt:
             logger.log(f"Interrupted at iteration {itr}: writing the last snapshot.")
             if itr >= 0:
@@ -220,6 +223,10 @@ class MinibatchRlBase(BaseRunner):
 
     def _before_train(self):
         pass
+
+    def should_stop(self) -> bool:
+        """Checked after each log row; subclasses return True to end training early."""
+        return False
 
     def _log_itr(self, itr):
         self.log_diagnostics(itr)

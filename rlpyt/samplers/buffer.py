@@ -12,7 +12,7 @@ from rlpyt.samplers.collections import (
     EnvSamples,
     Samples,
 )
-from rlpyt.utils.buffer import buffer_from_example, buffer_func, torchify_buffer
+from rlpyt.utils.buffer import buffer_from_example, buffer_func, numpify_buffer, torchify_buffer
 
 __all__ = ["build_samples_buffer", "get_example_outputs"]
 
@@ -28,9 +28,7 @@ def get_example_outputs(agent, env) -> dict:
     reward = np.asarray(step.reward, dtype=np.float32)
     agent.reset()
     inputs = AgentInputs(
-        observation=np.asarray(step.observation)[None]
-        if not _is_tuple(step.observation)
-        else buffer_func(step.observation, lambda x: np.asarray(x)[None]),
+        observation=buffer_func(step.observation, lambda x: np.asarray(x)[None]),
         prev_action=np.asarray(action)[None],
         prev_reward=reward[None],
     )
@@ -38,8 +36,8 @@ def get_example_outputs(agent, env) -> dict:
         agent_step = agent.step(*torchify_buffer(inputs))
     agent.reset()
     # Drop the batch dim of 1 from the agent's outputs.
-    agent_action = buffer_func(agent_step.action, lambda t: np.asarray(t)[0])
-    agent_info = buffer_func(agent_step.agent_info, lambda t: np.asarray(t)[0])
+    agent_action = buffer_func(numpify_buffer(agent_step.action), lambda a: a[0])
+    agent_info = buffer_func(numpify_buffer(agent_step.agent_info), lambda a: a[0])
     return dict(
         observation=observation,
         reward=reward,
@@ -48,10 +46,6 @@ def get_example_outputs(agent, env) -> dict:
         action=agent_action,
         agent_info=agent_info,
     )
-
-
-def _is_tuple(x) -> bool:
-    return isinstance(x, tuple)
 
 
 def build_samples_buffer(

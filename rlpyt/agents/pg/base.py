@@ -14,6 +14,11 @@ AgentInfo = namedarraytuple("AgentInfo", ["dist_info", "value"])
 AgentInfoRnn = namedarraytuple("AgentInfoRnn", ["dist_info", "value", "prev_rnn_state"])
 
 
+def _to_cpu(agent_step):
+    # Views of parameters (a shared log_std) keep requires_grad even under no_grad.
+    return buffer_method(buffer_to(agent_step, "cpu"), "detach")
+
+
 class BasePgAgent(BaseAgent):
     """Feed-forward policy-gradient agent: ``model(o, a, r) -> (*dist_params, value)``.
 
@@ -37,7 +42,7 @@ class BasePgAgent(BaseAgent):
         dist_info = self.make_dist_info(*dist_params)
         action = self.select_action(dist_info)
         agent_info = AgentInfo(dist_info=dist_info, value=value)
-        return buffer_to(AgentStep(action=action, agent_info=agent_info), "cpu")
+        return _to_cpu(AgentStep(action=action, agent_info=agent_info))
 
     def select_action(self, dist_info):
         return self.distribution.sample(dist_info)
@@ -78,7 +83,7 @@ class RecurrentPgAgentMixin(RecurrentAgentMixin):
         prev_rnn_state = buffer_method(prev_rnn_state, "transpose", 0, 1)
         agent_info = AgentInfoRnn(dist_info=dist_info, value=value, prev_rnn_state=prev_rnn_state)
         self.advance_rnn_state(rnn_state)
-        return buffer_to(AgentStep(action=action, agent_info=agent_info), "cpu")
+        return _to_cpu(AgentStep(action=action, agent_info=agent_info))
 
     @torch.no_grad()
     def value(self, observation, prev_action, prev_reward) -> torch.Tensor:

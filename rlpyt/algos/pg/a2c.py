@@ -62,6 +62,7 @@ class A2C(PolicyGradientAlgo):
 
     def optimize_agent(self, itr: int, samples=None, sampler_itr: int | None = None) -> OptInfo:
         """One gradient step on the batch; returns ``OptInfo`` of one-element lists."""
+        self.update_obs_normalizer(samples)
         loss, pi_loss, value_loss, entropy_loss, entropy, perplexity = self.loss(samples)
         self.check_finite(itr, pi_loss=pi_loss, value_loss=value_loss, entropy_loss=entropy_loss)
         grad_norm = self.gradient_step(loss)

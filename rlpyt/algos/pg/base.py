@@ -109,6 +109,16 @@ class PolicyGradientAlgo(RlAlgorithm):
             self.lr_scheduler.load_state_dict(state_dict["lr_scheduler"])
 
     # ---- from samples to training targets ------------------------------------------
+    def update_obs_normalizer(self, samples) -> None:
+        """Update the agent's observation normaliser (if its model has one) with the batch.
+
+        Under DistributedDataParallel every rank calls this, so the all-reduce inside
+        ``RunningMeanStdModel`` never waits on a rank that skipped it.
+        """
+        update = getattr(self.agent, "update_obs_rms", None)
+        if update is not None:
+            update(samples.env.observation)
+
     def process_returns(self, samples):
         """Returns, advantages and the valid mask for a ``[T, B]`` batch.
 

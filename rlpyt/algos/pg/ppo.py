@@ -164,6 +164,7 @@ class PPO(PolicyGradientAlgo):
 
     def optimize_agent(self, itr: int, samples=None, sampler_itr: int | None = None):
         """``epochs`` x ``minibatches`` gradient steps; returns ``PpoOptInfo`` of lists."""
+        self.update_obs_normalizer(samples)
         batch, init_rnn_state = self.make_batch(samples)
         ratio_clip = self.current_ratio_clip
         learning_rate = self.optimizer.param_groups[0]["lr"]
