@@ -16,8 +16,9 @@ Each batch's arrays are reused by the next one (no copies): keep what you need.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from rlpyt.agents.base import AgentInputs
 from rlpyt.utils.seed import make_seed, set_seed
@@ -61,9 +62,13 @@ class Rollout:
         self.seed = make_seed() if seed is None else int(seed)
         set_seed(self.seed)
         affinity = dict(affinity or {})
-        self.examples = sampler.initialize(agent=agent, affinity=affinity, seed=self.seed,
-                                           bootstrap_value=bootstrap_value)
-        agent.to_device(affinity.get("cuda_idx"))
+        try:
+            self.examples = sampler.initialize(agent=agent, affinity=affinity, seed=self.seed,
+                                               bootstrap_value=bootstrap_value)
+            agent.to_device(affinity.get("cuda_idx"))
+        except BaseException:
+            sampler.shutdown()  # release envs and worker processes started so far
+            raise
         self.batch_spec = sampler.batch_spec
         self._closed = False
 

@@ -32,7 +32,8 @@ def add_train_parser(subparsers):
     p.add_argument("--algo", default="ppo", choices=sorted(PRESETS), help="algorithm preset")
     p.add_argument("--env", default=None, help="Gymnasium env id (default: the preset's)")
     p.add_argument("--n-steps", type=float, default=None, help="env steps to train for")
-    p.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="run seed (default: the --config run's seed, else 0)")
     p.add_argument("--log-dir", default=None, help="run directory root (default runs/<algo>_<env>)")
     p.add_argument("--run-id", type=int, default=0, help="run index within the log dir")
     p.add_argument("--sampler-type", default="serial", choices=sorted(SAMPLERS))
@@ -96,7 +97,9 @@ def build_config(args, extra: list[str]) -> dict:
         config["env"] = {"id": args.env}
     if args.n_steps:
         config["runner"]["n_steps"] = int(args.n_steps)
-    config["seed"] = args.seed
+    if args.seed is not None:
+        config["seed"] = args.seed
+    config.setdefault("seed", 0)  # a loaded config keeps its own seed
     if args.cuda_idx is not None:
         config["cuda_idx"] = args.cuda_idx
     if args.workers is not None:

@@ -7,7 +7,6 @@ import time
 from collections import deque
 
 import psutil
-import torch
 
 from rlpyt.runners.base import BaseRunner, apply_affinity
 from rlpyt.utils.logging import logger
@@ -138,7 +137,7 @@ class MinibatchRlBase(BaseRunner):
 
     def log_diagnostics(self, itr, eval_traj_infos=None, eval_time=0.0):
         self.pbar.stop()
-        if itr > 0:
+        if itr >= 0:  # itr -1 is the evaluation before training: nothing trained to save
             self.save_itr_snapshot(itr)
         now = time.time()
         new_itrs = itr - self._last_itr
@@ -201,9 +200,9 @@ class MinibatchRlBase(BaseRunner):
 
     def train(self):
         """Run training; returns the runner's last evaluation or train-trajectory summary."""
-        n_itr = self.startup()
         itr = -1
         try:
+            n_itr = self.startup()  # inside try: a failed set-up still stops sampler workers
             self._before_train()
             for itr in range(n_itr):
                 self._train_itr(itr)
@@ -253,7 +252,8 @@ class MinibatchRlEval(MinibatchRlBase):
 
     _eval = True
 
-    def evaluate_agent(self, itr):
+    def evaluate_agent(self, itr, before_training=False):
+        """Evaluate after iteration ``itr`` (or before any training, at 0 env steps)."""
         logger.log("Evaluating agent...")
         self.agent.eval_mode(itr)
         start = time.time()
@@ -261,13 +261,14 @@ class MinibatchRlEval(MinibatchRlBase):
         eval_time = time.time() - start
         returns = [info["Return"] for info in traj_infos]
         mean = sum(returns) / len(returns) if returns else float("nan")
-        self.eval_history.append(((itr + 1) * self.itr_batch_size if itr > 0 else 0, mean))
+        cum_steps = 0 if before_training else (itr + 1) * self.itr_batch_size
+        self.eval_history.append((cum_steps, mean))
         logger.log(f"Evaluation: {len(traj_infos)} trajectories, mean return {mean:.2f}")
         return traj_infos, eval_time
 
     def _before_train(self):
         with logger.prefix("itr #0 "):
-            traj_infos, eval_time = self.evaluate_agent(0)
+            traj_infos, eval_time = self.evaluate_agent(0, before_training=True)
             self.log_diagnostics(-1, traj_infos, eval_time)
 
     def _log_itr(self, itr):

@@ -14,9 +14,13 @@ from __future__ import annotations
 import numpy as np
 
 from rlpyt.agents.base import AgentInputs
+from rlpyt.samplers.eval import EvalCollector
 from rlpyt.utils.buffer import buffer_from_example, numpify_buffer, torchify_buffer
 
 __all__ = ["BaseCollector", "BaseEvalCollector", "DecorrelatingStartCollector"]
+
+# Classic rlpyt name of the evaluation collector base class (see ``rlpyt.samplers.eval``).
+BaseEvalCollector = EvalCollector
 
 
 class BaseCollector:

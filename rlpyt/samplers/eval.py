@@ -76,8 +76,10 @@ class EvalCollector:
         action = buffer_from_example(self.null_action, B)
         reward = np.zeros(B, dtype=np.float32)
         inputs_pyt = torchify_buffer(AgentInputs(observation, action, reward))
-        self.agent.reset()
+        # eval_mode first: a recurrent agent sets its sampling state aside, then reset
+        # clears only the evaluation state.
         self.agent.eval_mode(itr)
+        self.agent.reset()
         while active.any():
             agent_step = self.agent.step(*inputs_pyt)
             action[:] = numpify_buffer(agent_step.action)

@@ -14,7 +14,8 @@ process is killed.
 from __future__ import annotations
 
 import multiprocessing as mp
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -88,6 +89,12 @@ def build_array(example, leading_dims, share_memory: bool = False) -> np.ndarray
         raise TypeError(
             f"buffer_from_example: example of type {type(example).__name__} has object dtype; "
             f"buffers hold numeric arrays only"
+        )
+    if a.dtype.kind not in "biufc":
+        # Strings would silently truncate to the example's length; dates are not data.
+        raise TypeError(
+            f"buffer_from_example: example {example!r:.80} has non-numeric dtype {a.dtype}; "
+            f"buffers hold numeric (bool, int, float, complex) arrays only"
         )
     if a.dtype == np.float64 and not isinstance(example, np.ndarray | np.generic):
         # Python floats become float32, the dtype models use; explicit float64 arrays stay.

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import keyword
 from collections import namedtuple as _std_namedtuple
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 __all__ = [
     "AttrDict",
@@ -65,8 +66,8 @@ def _normalize_fields(typename: str, field_names: str | Iterable[str]) -> tuple[
     return fields
 
 
-def _rebuild_namedtuple(typename, fields, module, values):
-    return namedtuple(typename, fields, module=module)(*values)
+def _rebuild_namedtuple(typename, fields, module, values, defaults=None):
+    return namedtuple(typename, fields, module=module, defaults=defaults)(*values)
 
 
 def _rebuild_namedarraytuple(typename, fields, module, values):
@@ -80,13 +81,15 @@ def namedtuple(typename: str, field_names, module: str | None = None, defaults=N
     that instances survive ``spawn``-started worker processes.
     """
     fields = _normalize_fields(typename, field_names)
-    key = ("nt", typename, fields, module, None if defaults is None else tuple(defaults))
+    defaults = None if defaults is None else tuple(defaults)
+    key = ("nt", typename, fields, module, defaults)
     cls = _CLASS_CACHE.get(key)
     if cls is None:
         base = _std_namedtuple(typename, fields, defaults=defaults)
 
         def __reduce__(self):
-            return (_rebuild_namedtuple, (typename, fields, module, tuple(self)))
+            # Defaults are part of the class: rebuild the same one, not a default-less twin.
+            return (_rebuild_namedtuple, (typename, fields, module, tuple(self), defaults))
 
         cls = type(typename, (base,), {"__slots__": (), "__reduce__": __reduce__})
         if module is not None:
@@ -197,8 +200,7 @@ class _NamedArrayTupleMixin:
         return tuple.__getitem__(self, index)
 
     def items(self):
-        for k, v in zip(self._fields, self):
-            yield k, v
+        yield from zip(self._fields, self)
 
     def __reduce__(self):
         return (

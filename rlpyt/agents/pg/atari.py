@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from rlpyt.agents.base import AlternatingRecurrentAgentMixin
-from rlpyt.agents.pg.categorical import CategoricalPgAgentBase
 from rlpyt.agents.pg.base import RecurrentPgAgentMixin
+from rlpyt.agents.pg.categorical import CategoricalPgAgentBase
 from rlpyt.models.pg.atari_ff_model import AtariFfModel
 from rlpyt.models.pg.atari_lstm_model import AtariLstmModel
 
