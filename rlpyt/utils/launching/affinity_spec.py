@@ -1,0 +1,286 @@
+"""The affinity code format: tags, the validated machine spec, parsing.
+
+``rlpyt.utils.launching.affinity`` is the public interface; this module holds the
+rules a code must follow, so that every code that parses describes a layout in
+which every run gets whole cores and at least one sampler worker.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+from typing import Any
+
+__all__ = ["BOOL_KEYS", "KEYWORDS", "RUN_SLOT_TAG", "TAGS", "AffinitySpec", "check_slot",
+           "parse_code", "spec_from_kwargs"]
+
+RUN_SLOT_TAG = "slt"
+# Keyword -> tag, in the order tags appear in a code.
+TAGS = {
+    "n_cpu_core": "cpu",
+    "n_gpu": "gpu",
+    "contexts_per_gpu": "cxg",
+    "gpu_per_run": "gpr",
+    "cpu_per_run": "cpr",
+    "cpu_per_worker": "cpw",
+    "cpu_reserved": "res",
+    "hyperthread_offset": "hto",
+    "n_socket": "skt",
+    "async_sample": "ass",
+    "sample_gpu_per_run": "sgr",
+    "optim_sample_share_gpu": "oss",
+    "alternating": "alt",
+    "set_affinity": "saf",
+}
+KEYWORDS = {tag: key for key, tag in TAGS.items()}
+BOOL_KEYS = ("async_sample", "optim_sample_share_gpu", "alternating", "set_affinity")
+
+
+@dataclasses.dataclass(frozen=True)
+class AffinitySpec:
+    """A validated machine description; see ``encode_affinity`` for each field."""
+
+    n_cpu_core: int = 1
+    n_gpu: int = 0
+    contexts_per_gpu: int = 1
+    gpu_per_run: int = 1
+    cpu_per_run: int = 1
+    cpu_per_worker: int = 1
+    cpu_reserved: int = 0
+    hyperthread_offset: int | None = None
+    n_socket: int | None = None
+    async_sample: bool = False
+    sample_gpu_per_run: int = 0
+    optim_sample_share_gpu: bool = False
+    alternating: bool = False
+    set_affinity: bool = True
+
+    # ---- derived sizes -------------------------------------------------------------
+    @property
+    def gpus_per_run(self) -> int:
+        """GPUs held by one run (optimizer plus separate sampling GPUs)."""
+        if self.n_gpu == 0:
+            return 0
+        if self.async_sample and not self.optim_sample_share_gpu:
+            return self.gpu_per_run + self.sample_gpu_per_run
+        return self.gpu_per_run
+
+    @property
+    def cores_per_context(self) -> int:
+        """Cores next to one GPU context (GPU mode only)."""
+        return self.n_cpu_core // (self.n_gpu * self.contexts_per_gpu)
+
+    @property
+    def cores_per_run(self) -> int:
+        if self.n_gpu == 0:
+            return self.cpu_per_run
+        return self.cores_per_context * self.gpus_per_run
+
+    @property
+    def optimizer_cores(self) -> int:
+        """Cores of each async optimizer replica (``cpu_reserved``, at least 1)."""
+        return max(self.cpu_reserved, 1)
+
+    @property
+    def n_run_slots(self) -> int:
+        if self.n_gpu == 0:
+            return self.n_cpu_core // self.cpu_per_run
+        return self.n_gpu // self.gpus_per_run * self.contexts_per_gpu
+
+    @property
+    def n_cpu_index(self) -> int:
+        """CPU indices the layout touches: cores plus their hyperthread siblings."""
+        return self.n_cpu_core + (self.hyperthread_offset or 0)
+
+    # ---- codes -------------------------------------------------------------------------
+    def to_code(self, run_slot: int | None = None) -> str:
+        parts = [] if run_slot is None else [f"{run_slot}{RUN_SLOT_TAG}"]
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if field.name == "n_cpu_core" or value != field.default:
+                parts.append(f"{int(value)}{TAGS[field.name]}")
+        return "_".join(parts)
+
+    # ---- validation ----------------------------------------------------------------------
+    def check(self) -> None:
+        """Raise ValueError naming the first keyword that cannot work, and why."""
+        self._check_ranges()
+        if self.n_gpu == 0:
+            self._check_cpu_mode()
+        else:
+            self._check_gpu_mode()
+        self._check_workers()
+        self._check_sockets()
+
+    def _check_ranges(self) -> None:
+        minimums = dict(
+            n_cpu_core=1, n_gpu=0, contexts_per_gpu=1, gpu_per_run=1, cpu_per_run=1,
+            cpu_per_worker=1, cpu_reserved=0, sample_gpu_per_run=0,
+        )
+        for key, low in minimums.items():
+            value = getattr(self, key)
+            if value < low:
+                raise ValueError(f"{key}={value} is invalid: it must be an integer >= {low}")
+        hto = self.hyperthread_offset
+        if hto is not None and hto < self.n_cpu_core:
+            raise ValueError(
+                f"hyperthread_offset={hto} is invalid: siblings of the {self.n_cpu_core} "
+                f"cores would overlap the cores themselves; use None (no hyperthreads) or "
+                f"an offset >= n_cpu_core={self.n_cpu_core}"
+            )
+        if self.n_socket is not None and self.n_socket < 2:
+            raise ValueError(f"n_socket={self.n_socket} is invalid: use None (one) or >= 2")
+        if not self.async_sample:
+            for key in ("sample_gpu_per_run", "optim_sample_share_gpu"):
+                if getattr(self, key):
+                    raise ValueError(f"{key}={getattr(self, key)} needs async_sample=True")
+
+    def _check_cpu_mode(self) -> None:
+        for key in ("contexts_per_gpu", "gpu_per_run", "sample_gpu_per_run"):
+            if getattr(self, key) != getattr(AffinitySpec, key):
+                raise ValueError(f"{key}={getattr(self, key)} needs n_gpu > 0 (n_gpu=0)")
+        if self.optim_sample_share_gpu:
+            raise ValueError("optim_sample_share_gpu=True needs n_gpu > 0 (n_gpu=0)")
+        if self.n_cpu_core % self.cpu_per_run:
+            fits = [d for d in range(1, self.n_cpu_core + 1) if self.n_cpu_core % d == 0]
+            raise ValueError(
+                f"cpu_per_run={self.cpu_per_run} does not divide n_cpu_core={self.n_cpu_core} "
+                f"into whole run slots; cpu_per_run values that fit: {fits}"
+            )
+
+    def _check_gpu_mode(self) -> None:
+        n_context = self.n_gpu * self.contexts_per_gpu
+        if self.n_cpu_core % n_context:
+            raise ValueError(
+                f"n_cpu_core={self.n_cpu_core} does not divide evenly among "
+                f"n_gpu*contexts_per_gpu={n_context} GPU contexts; use a multiple of "
+                f"{n_context} (e.g. {max(n_context, self.n_cpu_core // n_context * n_context)})"
+            )
+        if self.n_gpu % self.gpus_per_run:
+            raise ValueError(
+                f"n_gpu={self.n_gpu} is not a multiple of the {self.gpus_per_run} GPUs each run "
+                f"holds (gpu_per_run={self.gpu_per_run}, sample_gpu_per_run="
+                f"{self.sample_gpu_per_run}, optim_sample_share_gpu={self.optim_sample_share_gpu})"
+            )
+        if self.optim_sample_share_gpu and not 0 < self.sample_gpu_per_run <= self.gpu_per_run:
+            raise ValueError(
+                f"optim_sample_share_gpu=True samples on the optimizer's GPUs, so "
+                f"sample_gpu_per_run={self.sample_gpu_per_run} must be in 1..gpu_per_run="
+                f"{self.gpu_per_run}"
+            )
+
+    def _check_workers(self) -> None:
+        """Every sampler must get at least one worker of ``cpu_per_worker`` whole cores."""
+        cpw = self.cpu_per_worker
+        if not self.async_sample:
+            per_replica = self.cores_per_context if self.n_gpu else self.cpu_per_run
+            sampler_cores = [per_replica - self.cpu_reserved]
+            where = f"{per_replica} cores per run{' replica' if self.n_gpu else ''} minus " \
+                f"cpu_reserved={self.cpu_reserved}"
+        else:
+            left = self.cores_per_run - self.gpu_per_run * self.optimizer_cores
+            n_sampler = max(self.sample_gpu_per_run, 1)
+            if left % n_sampler:
+                raise ValueError(
+                    f"the {left} sampler cores of each run do not split evenly among "
+                    f"sample_gpu_per_run={self.sample_gpu_per_run} sampling GPUs"
+                )
+            sampler_cores = [left // n_sampler]
+            where = f"{self.cores_per_run} cores per run minus {self.optimizer_cores} per " \
+                f"optimizer GPU (cpu_reserved={self.cpu_reserved}, at least 1), split among " \
+                f"{n_sampler} sampler(s)"
+        for cores in sampler_cores:
+            if cores < cpw or cores % cpw:
+                raise ValueError(
+                    f"cpu_per_worker={cpw} does not fit the {cores} worker cores ({where}); "
+                    f"workers need a positive multiple of cpu_per_worker"
+                )
+
+    def _check_sockets(self) -> None:
+        n_socket = self.n_socket or 1
+        if n_socket == 1:
+            return
+        if self.n_cpu_core % n_socket or self.n_gpu % n_socket:
+            raise ValueError(
+                f"n_socket={n_socket} must divide n_cpu_core={self.n_cpu_core} and "
+                f"n_gpu={self.n_gpu} so that each socket holds the same share"
+            )
+        # Runs are laid out contiguously, so a run stays on one socket exactly when
+        # its share divides the socket's share (or it spans whole sockets).
+        if self.n_gpu:
+            per_socket, per_run, what = self.n_gpu // n_socket, self.gpus_per_run, "GPUs"
+        else:
+            per_socket, per_run, what = self.n_cpu_core // n_socket, self.cpu_per_run, "cores"
+        if per_socket % per_run and per_run % per_socket:
+            raise ValueError(
+                f"runs of {per_run} {what} would straddle sockets of {per_socket} {what} "
+                f"(n_socket={n_socket}); choose runs that divide a socket or span whole sockets"
+            )
+
+
+def spec_from_kwargs(**kwargs: Any) -> AffinitySpec:
+    """Normalise classic spellings, then build and validate a spec."""
+    for key in BOOL_KEYS:
+        if kwargs[key] not in (True, False, 0, 1):
+            raise ValueError(f"{key}={kwargs[key]!r} is invalid: use True or False")
+        kwargs[key] = bool(kwargs[key])
+    for key, value in kwargs.items():
+        if key not in BOOL_KEYS and value is not None:
+            try:
+                kwargs[key] = operator.index(value)
+            except TypeError:
+                raise ValueError(f"{key}={value!r} is invalid: it must be an integer") from None
+    if kwargs["hyperthread_offset"] == 0:  # Classic rlpyt spelled "no hyperthreads" as 0.
+        kwargs["hyperthread_offset"] = None
+    if kwargs["n_socket"] == 1:
+        kwargs["n_socket"] = None
+    cpu_per_run = kwargs["cpu_per_run"]
+    if kwargs["n_gpu"] > 0:  # With GPUs the cores per run follow from the GPU layout.
+        kwargs["cpu_per_run"] = 1
+    spec = AffinitySpec(**kwargs)
+    spec.check()
+    if spec.n_gpu > 0 and cpu_per_run not in (1, spec.cores_per_run):
+        raise ValueError(
+            f"cpu_per_run={cpu_per_run} conflicts with the GPU layout: with n_gpu={spec.n_gpu} "
+            f"each run gets n_cpu_core/(n_gpu*contexts_per_gpu)*GPUs per run = "
+            f"{spec.cores_per_run} cores; leave cpu_per_run at 1"
+        )
+    return spec
+
+
+def parse_code(code: str) -> tuple[int | None, AffinitySpec]:
+    """``(run slot or None, validated spec)`` of a code; parts may come in any order."""
+    if not isinstance(code, str) or not code:
+        raise ValueError(f"affinity code {code!r} is invalid: expected a string like '4cpu_2cpr'")
+    values: dict[str, int] = {}
+    for part in code.split("_"):
+        digits = len(part) - len(part.lstrip("0123456789"))
+        number, tag = part[:digits], part[digits:]
+        if not number or (tag not in KEYWORDS and tag != RUN_SLOT_TAG):
+            known = ", ".join([RUN_SLOT_TAG, *KEYWORDS])
+            raise ValueError(
+                f"affinity code {code!r} has an invalid part {part!r}: each part is a number "
+                f"followed by one of the tags {known}"
+            )
+        if tag in values:
+            raise ValueError(f"affinity code {code!r} repeats the tag {tag!r}")
+        values[tag] = int(number)
+    run_slot = values.pop(RUN_SLOT_TAG, None)
+    kwargs = {f.name: f.default for f in dataclasses.fields(AffinitySpec)}
+    kwargs.update({KEYWORDS[tag]: value for tag, value in values.items()})
+    try:
+        spec = spec_from_kwargs(**kwargs)
+    except ValueError as error:
+        raise ValueError(f"affinity code {code!r}: {error}") from None
+    if run_slot is not None:
+        check_slot(run_slot, spec)
+    return run_slot, spec
+
+
+def check_slot(run_slot: int, spec: AffinitySpec) -> None:
+    """Raise ValueError unless ``run_slot`` is one of the layout's slots."""
+    if not isinstance(run_slot, int) or not 0 <= run_slot < spec.n_run_slots:
+        raise ValueError(
+            f"run_slot={run_slot!r} is invalid: this layout has {spec.n_run_slots} run slots "
+            f"(0..{spec.n_run_slots - 1})"
+        )
