@@ -193,6 +193,7 @@ class _LstmActorCritic(ObservationNormalizerMixin, torch.nn.Module):
         normalize_observation,
         norm_obs_clip,
         norm_obs_var_clip,
+        head_sizes=(64,),
     ):
         super().__init__()
         self._obs_ndim = len(observation_shape)
@@ -201,8 +202,10 @@ class _LstmActorCritic(ObservationNormalizerMixin, torch.nn.Module):
         input_size = int(torch.Size(observation_shape).numel())
         self.mlp = orthogonal_mlp(input_size, hidden_sizes, None, nonlinearity, HIDDEN_GAIN)
         self.lstm = torch.nn.LSTM(self.mlp.output_size + action_size + 1, lstm_size)
-        self.pi = orthogonal_init_(torch.nn.Linear(lstm_size, action_size), POLICY_GAIN)
-        self.v = orthogonal_init_(torch.nn.Linear(lstm_size, 1), VALUE_GAIN)
+        # Separate MLP heads after the LSTM: LSTM outputs start small, and a linear policy
+        # head on them (gain 0.01) barely moves the logits per update.
+        self.pi = orthogonal_mlp(lstm_size, head_sizes, action_size, nonlinearity, POLICY_GAIN)
+        self.v = orthogonal_mlp(lstm_size, head_sizes, 1, nonlinearity, VALUE_GAIN)
         self.init_observation_normalizer(
             observation_shape, normalize_observation, norm_obs_clip, norm_obs_var_clip
         )
@@ -236,6 +239,8 @@ class CategoricalPgLstmModel(_LstmActorCritic):
         hidden_sizes: hidden widths of the observation MLP before the LSTM (default ``(64,)``).
         lstm_size: LSTM hidden size (default 64).
         nonlinearity: module class after each MLP layer (default ``torch.nn.Tanh``).
+        head_sizes: hidden widths of the separate policy and value MLPs after the LSTM
+            (default ``(64,)``; ``None`` gives linear heads).
         normalize_observation, norm_obs_clip, norm_obs_var_clip: as ``CategoricalPgMlpModel``.
     """
 
@@ -249,6 +254,7 @@ class CategoricalPgLstmModel(_LstmActorCritic):
         normalize_observation: bool = False,
         norm_obs_clip: float = 10,
         norm_obs_var_clip: float = 1e-6,
+        head_sizes: int | Sequence[int] | None = (64,),
     ):
         super().__init__(
             observation_shape,
@@ -260,6 +266,7 @@ class CategoricalPgLstmModel(_LstmActorCritic):
             normalize_observation,
             norm_obs_clip,
             norm_obs_var_clip,
+            head_sizes,
         )
 
     def forward(
@@ -303,6 +310,7 @@ class GaussianPgLstmModel(_LstmActorCritic):
         normalize_observation: bool = False,
         norm_obs_clip: float = 10,
         norm_obs_var_clip: float = 1e-6,
+        head_sizes: int | Sequence[int] | None = (64,),
     ):
         super().__init__(
             observation_shape,
@@ -314,6 +322,7 @@ class GaussianPgLstmModel(_LstmActorCritic):
             normalize_observation,
             norm_obs_clip,
             norm_obs_var_clip,
+            head_sizes,
         )
         self.log_std = torch.nn.Parameter(torch.full((action_size,), float(init_log_std)))
 
