@@ -80,8 +80,12 @@ def namedtuple(typename: str, field_names, module: str | None = None, defaults=N
     Use it for classes created at run time (env info schemas, space composites) so
     that instances survive ``spawn``-started worker processes.
     """
-    fields = _normalize_fields(typename, field_names)
     defaults = None if defaults is None else tuple(defaults)
+    if isinstance(field_names, tuple):  # fast path: schemas call this on every step
+        cls = _CLASS_CACHE.get(("nt", typename, field_names, module, defaults))
+        if cls is not None:
+            return cls
+    fields = _normalize_fields(typename, field_names)
     key = ("nt", typename, fields, module, defaults)
     cls = _CLASS_CACHE.get(key)
     if cls is None:
@@ -115,6 +119,11 @@ def namedarraytuple(
         module: value for ``__module__`` (for nicer reprs; pickling does not need it).
     """
     nat_name = typename + "_nat" if classname_suffix else typename
+    cls = None
+    if isinstance(field_names, tuple):  # fast path: hashable, maybe already normalized
+        cls = _CLASS_CACHE.get(("nat", nat_name, field_names, module))
+    if cls is not None and not return_namedtuple_cls:
+        return cls
     fields = _normalize_fields(nat_name, field_names)
     key = ("nat", nat_name, fields, module)
     cls = _CLASS_CACHE.get(key)
