@@ -1,6 +1,8 @@
 """PPO and A2C on CartPole-v1: rlpyt vs Stable-Baselines3, side by side in one run.
 
-Both libraries get identical hyperparameters (8 envs; PPO: n_steps 32, batch 256,
+Steps/s are reported twice: by wall clock, and by this process's CPU time (robust to
+load from other processes on a shared machine; the ratio uses CPU time when the
+machine is busy).  Both libraries get identical hyperparameters (8 envs; PPO: n_steps 32, batch 256,
 20 epochs, gamma 0.98, GAE 0.8, lr 1e-3 and clip 0.2 both linearly annealed, 100k
 steps; A2C: n_steps 5, RMSprop lr 7e-4, 500k steps), the same (64, 64) tanh
 actor-critic, one torch thread, and the same evaluation (stochastic policy, 10
@@ -64,9 +66,9 @@ def run_rlpyt(algo_name: str, n_steps: int, seed: int):
     runner = MinibatchRl(algo, agent, sampler, n_steps=n_steps, seed=seed,
                          log_interval_steps=n_steps)
     logger.set_log_tabular_only(True)
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     runner.train()
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     agent.eval_mode(0)
 
     def act(obs):
@@ -75,7 +77,8 @@ def run_rlpyt(algo_name: str, n_steps: int, seed: int):
             step = agent.step(o, torch.zeros((), dtype=torch.long), torch.zeros(()))
         return int(step.action)
 
-    return runner.n_itr * sampler.batch_size / elapsed, _eval_episodes(act)
+    steps = runner.n_itr * sampler.batch_size
+    return steps / elapsed, steps / cpu, _eval_episodes(act)
 
 
 # ---- Stable-Baselines3 ------------------------------------------------------------------------
@@ -97,28 +100,30 @@ def run_sb3(algo_name: str, n_steps: int, seed: int):
         model = A2C("MlpPolicy", env, n_steps=5, learning_rate=7e-4, gamma=0.99, gae_lambda=1.0,
                     ent_coef=0.0, vf_coef=0.5, max_grad_norm=0.5, seed=seed, device="cpu",
                     verbose=0)
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     model.learn(total_timesteps=n_steps)
-    elapsed = time.perf_counter() - start
+    elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     steps = model.num_timesteps
-    return steps / elapsed, _eval_episodes(lambda o: int(model.predict(o, deterministic=False)[0]))
+    act = lambda o: int(model.predict(o, deterministic=False)[0])  # noqa: E731
+    return steps / elapsed, steps / cpu, _eval_episodes(act)
 
 
 def bench(algo_name: str, n_steps: int, repeats: int):
     results = {"rlpyt": [], "sb3": []}
     for rep in range(repeats):
         for lib, fn in (("rlpyt", run_rlpyt), ("sb3", run_sb3)):
-            sps, ret = fn(algo_name, n_steps, seed=rep)
-            results[lib].append((sps, ret))
-            print(f"{algo_name.upper()} repeat {rep} {lib:5s}: {sps:8.0f} steps/s, "
-                  f"final eval return {ret:6.1f}", flush=True)
-    med = {lib: statistics.median(s for s, _ in r) for lib, r in results.items()}
-    ret = {lib: statistics.median(x for _, x in r) for lib, r in results.items()}
-    print(f"{algo_name.upper()} {n_steps} steps, median of {repeats}: rlpyt {med['rlpyt']:.0f} "
-          f"steps/s vs SB3 {med['sb3']:.0f} steps/s -> ratio {med['rlpyt'] / med['sb3']:.2f}x "
-          f"(target >= 2x); median final eval return rlpyt {ret['rlpyt']:.1f} vs SB3 "
-          f"{ret['sb3']:.1f}", flush=True)
-    return med, ret
+            sps, cpu_sps, ret = fn(algo_name, n_steps, seed=rep)
+            results[lib].append((sps, cpu_sps, ret))
+            print(f"{algo_name.upper()} repeat {rep} {lib:5s}: {sps:8.0f} steps/s wall, "
+                  f"{cpu_sps:8.0f} steps/s CPU, final eval return {ret:6.1f}", flush=True)
+    med = {lib: [statistics.median(x[i] for x in r) for i in range(3)]
+           for lib, r in results.items()}
+    ours, peer = med["rlpyt"], med["sb3"]
+    print(f"{algo_name.upper()} {n_steps} steps, median of {repeats}: rlpyt {ours[0]:.0f} vs SB3 "
+          f"{peer[0]:.0f} steps/s wall (ratio {ours[0] / peer[0]:.2f}x); rlpyt {ours[1]:.0f} vs "
+          f"SB3 {peer[1]:.0f} steps/s CPU (ratio {ours[1] / peer[1]:.2f}x; target >= 2x); "
+          f"median final eval return rlpyt {ours[2]:.1f} vs SB3 {peer[2]:.1f}", flush=True)
+    return med
 
 
 def main():

@@ -11,7 +11,7 @@ from collections import namedtuple
 import torch
 
 from rlpyt.agents.base import AgentInputs
-from rlpyt.algos.base import RlAlgorithm
+from rlpyt.algos.base import RlAlgorithm, make_optimizer
 from rlpyt.utils.buffer import buffer_method, buffer_to
 from rlpyt.utils.returns import (
     generalized_advantage_estimation,
@@ -74,8 +74,8 @@ class PolicyGradientAlgo(RlAlgorithm):
     def optim_initialize(self, rank: int = 0) -> None:
         """Optimizer over ``agent.parameters()`` (plus the LR schedule, if any)."""
         self.rank = rank
-        self.optimizer = self.OptimCls(
-            self.agent.parameters(), lr=self.learning_rate, **self.optim_kwargs
+        self.optimizer = make_optimizer(
+            self.OptimCls, self.agent.parameters(), self.learning_rate, self.optim_kwargs
         )
         self.lr_scheduler = self.make_lr_scheduler()
         if self.initial_optim_state_dict is not None:
@@ -200,15 +200,18 @@ class PolicyGradientAlgo(RlAlgorithm):
                     f"for NaN/inf, or lower learning_rate={self.learning_rate}"
                 )
 
-    def gradient_step(self, loss: torch.Tensor) -> float:
-        """Backprop ``loss``, clip the gradient norm, step; returns the pre-clip norm."""
+    def gradient_step(self, loss: torch.Tensor, as_tensor: bool = False):
+        """Backprop ``loss``, clip the gradient norm, step; returns the pre-clip norm.
+
+        ``as_tensor=True`` returns the norm as a tensor (no device sync per step).
+        """
         self.optimizer.zero_grad()
         loss.backward()
         max_norm = float("inf") if self.clip_grad_norm is None else self.clip_grad_norm
         grad_norm = torch.nn.utils.clip_grad_norm_(self.agent.parameters(), max_norm)
         self.optimizer.step()
         self.update_counter += 1
-        return float(grad_norm)
+        return grad_norm if as_tensor else float(grad_norm)
 
     def check_common_args(self) -> None:
         """Validate the keywords every policy-gradient algorithm has."""

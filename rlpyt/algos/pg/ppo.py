@@ -168,8 +168,8 @@ class PPO(PolicyGradientAlgo):
         batch, init_rnn_state = self.make_batch(samples)
         ratio_clip = self.current_ratio_clip
         learning_rate = self.optimizer.param_groups[0]["lr"]
-        opt_info = PpoOptInfo(*([] for _ in PpoOptInfo._fields))
         T, B = samples.env.reward.shape[:2]
+        step_terms, names = [], ()  # per gradient step: loss terms and grad norm, as tensors
         for _epoch in range(self.epochs):
             for idxs in self.minibatch_indexes(T, B):
                 if init_rnn_state is None:
@@ -178,22 +178,30 @@ class PPO(PolicyGradientAlgo):
                     minibatch = batch[:, idxs]
                     rnn_state = self.rnn_state_for_model(init_rnn_state[idxs])
                 terms = self.loss(minibatch, rnn_state, ratio_clip)
-                self.check_finite(
-                    itr,
-                    pi_loss=terms["piLoss"],
-                    value_loss=terms["valueLoss"],
-                    entropy_loss=terms["entropyLoss"],
-                )
+                if not bool(torch.isfinite(terms["loss"])):
+                    self.check_finite(itr, pi_loss=terms["piLoss"], value_loss=terms["valueLoss"],
+                                      entropy_loss=terms["entropyLoss"], loss=terms["loss"])
                 if self.target_kl is not None and terms["approxKl"].item() > self.target_kl:
-                    return self.finish(opt_info)  # the policy moved far enough this batch
-                grad_norm = self.gradient_step(terms["loss"])
-                values = torch.stack([v.detach() for v in terms.values()]).tolist()
-                for name, value in zip(terms, values):
-                    getattr(opt_info, name).append(value)
-                opt_info.gradNorm.append(grad_norm)
-                opt_info.ratioClip.append(ratio_clip)
-                opt_info.learningRate.append(learning_rate)
-        return self.finish(opt_info)
+                    break  # the policy moved far enough on this batch
+                terms["gradNorm"] = self.gradient_step(terms["loss"], as_tensor=True)
+                names = tuple(terms)
+                step_terms.append(torch.stack([v.detach().reshape(()) for v in terms.values()]))
+            else:
+                continue
+            break
+        return self.finish(self.make_opt_info(names, step_terms, ratio_clip, learning_rate))
+
+    @staticmethod
+    def make_opt_info(names, step_terms, ratio_clip, learning_rate) -> PpoOptInfo:
+        """One ``PpoOptInfo`` of lists from the per-step tensors (a single conversion)."""
+        opt_info = PpoOptInfo(*([] for _ in PpoOptInfo._fields))
+        if step_terms:
+            columns = torch.stack(step_terms).T.tolist()
+            for name, values in zip(names, columns):
+                getattr(opt_info, name).extend(values)
+        opt_info.ratioClip.extend([ratio_clip] * len(step_terms))
+        opt_info.learningRate.extend([learning_rate] * len(step_terms))
+        return opt_info
 
     def loss(self, batch: PpoBatch, init_rnn_state, ratio_clip: float) -> dict:
         """The PPO loss and its terms on one minibatch."""
