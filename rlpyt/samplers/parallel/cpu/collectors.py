@@ -36,6 +36,8 @@ class CpuWaitResetCollector(CpuCollectorMixin, DecorrelatingStartCollector):
             return False
         env_buf = self.samples_np.env
         env_buf.done[t, b] = True
+        if env_buf.env_info is not None:
+            env_buf.env_info[t, b] = 0  # else a stale ``timeout`` from an earlier batch stays
         reward[b] = 0.0
         return True
 
