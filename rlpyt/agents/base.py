@@ -248,63 +248,82 @@ class RecurrentAgentMixin:
 
 
 class AlternatingRecurrentAgentMixin(RecurrentAgentMixin):
-    """Recurrent state for two alternating env groups (``AlternatingSampler``).
+    """Recurrent state for the two env groups of the alternating samplers.
 
-    The sampler steps group 0 (the first half of the envs) and group 1 in turn,
-    each call on half the batch; this mixin keeps one state per group and swaps
-    them on every ``step`` so the model sees each group's own history.
+    ``AlternatingSampler`` calls ``set_alternating_groups((B0, B1))``: while sampling,
+    the agent is then stepped on group 0 (envs ``0 .. B0-1``) and group 1 (the rest)
+    in turn, each call on that group's envs only.  The agent keeps one recurrent state
+    per group: the current group's in ``prev_rnn_state``, the other one parked, and
+    swaps them after every ``step`` (``toggle_alt`` swaps without stepping, for a
+    sampler that computes ``value`` for both groups).  ``reset_one(idx)`` takes the
+    env's index in the full batch and clears it in its group's state.
+
+    Without groups (any other sampler), and always in eval mode, the agent behaves
+    exactly like a plain recurrent agent on the whole batch.
     """
 
     alternating = True
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        self._group_sizes = None
         self._alt = 0
-        self._prev_rnn_state_pair = [None, None]
-        self._sample_rnn_state_pair = [None, None]
+        self._parked_rnn_state = None  # The other group's state while sampling.
+        self._sample_parked_rnn_state = None
 
-    def reset(self):
-        self._prev_rnn_state_pair = [None, None]
-        self._prev_rnn_state = None
+    def set_alternating_groups(self, group_sizes) -> None:
+        """``(B0, B1)``: alternate between two env groups while sampling; None: do not."""
+        if group_sizes is not None:
+            group_sizes = tuple(int(b) for b in group_sizes)
+            if len(group_sizes) != 2 or min(group_sizes) < 1:
+                raise ValueError(f"group_sizes={group_sizes!r} must be two positive env counts")
+        self._group_sizes = group_sizes
+        self._prev_rnn_state = self._parked_rnn_state = None
+        self._sample_rnn_state = self._sample_parked_rnn_state = None
         self._alt = 0
-
-    def reset_one(self, idx):
-        """``idx`` is the env's index in the full batch; map it to its group."""
-        pair = self._prev_rnn_state_pair
-        half = None
-        for state in pair:
-            if state is not None:
-                half = state.h.shape[1] if hasattr(state, "h") else state[0].shape[1]
-                break
-        if half is None:
-            return
-        group, local = divmod(int(idx), half)
-        if pair[group] is not None:
-            pair[group][:, local] = 0
 
     @property
-    def prev_rnn_state(self):
-        return self._prev_rnn_state_pair[self._alt]
+    def _alternates(self) -> bool:
+        return self._group_sizes is not None and self._mode != "eval"
+
+    def toggle_alt(self) -> None:
+        """Make the other group current (swap the current and parked states)."""
+        if self._alternates:
+            self._prev_rnn_state, self._parked_rnn_state = (
+                self._parked_rnn_state, self._prev_rnn_state)
+            self._alt ^= 1
 
     def advance_rnn_state(self, new_rnn_state):
-        self._prev_rnn_state_pair[self._alt] = new_rnn_state
-        self._alt ^= 1
+        self._prev_rnn_state = new_rnn_state
+        self.toggle_alt()
+
+    def reset(self):
+        super().reset()
+        if self._alternates:
+            self._parked_rnn_state = None
+            self._alt = 0
+
+    def reset_one(self, idx):
+        if not self._alternates:
+            super().reset_one(idx)
+            return
+        B0 = self._group_sizes[0]
+        group, local = (0, int(idx)) if idx < B0 else (1, int(idx) - B0)
+        state = self._prev_rnn_state if group == self._alt else self._parked_rnn_state
+        if state is not None:
+            state[:, local] = 0
 
     def train_mode(self, itr):
         if self._mode == "sample":
-            self._sample_rnn_state_pair = list(self._prev_rnn_state_pair)
-        BaseAgent.train_mode(self, itr)
+            self._sample_parked_rnn_state = self._parked_rnn_state
+        super().train_mode(itr)
 
     def sample_mode(self, itr):
         if self._mode != "sample":
-            self._prev_rnn_state_pair = list(self._sample_rnn_state_pair)
-            self._alt = 0
-        BaseAgent.sample_mode(self, itr)
+            self._parked_rnn_state = self._sample_parked_rnn_state
+        super().sample_mode(itr)
 
     def eval_mode(self, itr):
         if self._mode == "sample":
-            self._sample_rnn_state_pair = list(self._prev_rnn_state_pair)
-        if self._mode != "eval":
-            self._prev_rnn_state_pair = [None, None]
-            self._alt = 0
-        BaseAgent.eval_mode(self, itr)
+            self._sample_parked_rnn_state = self._parked_rnn_state
+        super().eval_mode(itr)

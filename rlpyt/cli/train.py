@@ -17,6 +17,9 @@ SAMPLERS = {
     "serial": "rlpyt.samplers.serial.sampler:SerialSampler",
     "cpu": "rlpyt.samplers.parallel.cpu.sampler:CpuSampler",
     "gpu": "rlpyt.samplers.parallel.gpu.sampler:GpuSampler",
+    "alternating": "rlpyt.samplers.parallel.gpu.alternating_sampler:AlternatingSampler",
+    "alternating-no-overlap":
+        "rlpyt.samplers.parallel.gpu.alternating_sampler:NoOverlapAlternatingSampler",
 }
 RUNNER = "rlpyt.runners.minibatch_rl:MinibatchRlEval"
 
@@ -38,7 +41,7 @@ def add_train_parser(subparsers):
     p.add_argument("--run-id", type=int, default=0, help="run index within the log dir")
     p.add_argument("--sampler-type", default="serial", choices=sorted(SAMPLERS))
     p.add_argument("--workers", type=int, default=None,
-                   help="worker processes for the cpu/gpu samplers (default: all CPUs)")
+                   help="worker processes of the parallel samplers (default: all CPUs)")
     p.add_argument("--cuda-idx", type=int, default=None, help="GPU index for training")
     p.add_argument("--config", default=None,
                    help="params.json of an earlier run: start from its full config")
@@ -121,9 +124,7 @@ def build_config(args, extra: list[str]) -> dict:
 
 
 def _sampler_keywords(sampler_type: str) -> set[str]:
-    from rlpyt.samplers.base import BaseSampler
-
-    names = _keywords(BaseSampler) or set()
+    names = _keywords(import_path(SAMPLERS[sampler_type])) or set()
     return names - {"self", "EnvCls", "env_kwargs"}
 
 
@@ -136,6 +137,8 @@ def _affinity(config: dict) -> dict:
     except AttributeError:  # pragma: no cover - macOS
         cpus = list(range(os.cpu_count() or 1))
     n = config.get("workers") or len(cpus)
+    if n > len(cpus):  # More workers than CPUs: run them unpinned.
+        return dict(cuda_idx=cuda_idx, n_workers=n)
     return dict(cuda_idx=cuda_idx, workers_cpus=cpus[:n], master_cpus=cpus)
 
 

@@ -2,12 +2,28 @@
 
 from __future__ import annotations
 
+import multiprocessing as mp
+import warnings
+
 import numpy as np
 
-from rlpyt.samplers.collectors import CpuCollectorMixin, DecorrelatingStartCollector
+from rlpyt.agents.base import AgentInputs
+from rlpyt.samplers.collectors import (
+    BaseCollector,
+    CpuCollectorMixin,
+    DecorrelatingStartCollector,
+)
 from rlpyt.samplers.eval import EvalCollector
+from rlpyt.samplers.parallel.eval import EvalCounter, EvalEnvGroup
+from rlpyt.samplers.parallel.vec_stepping import VecEnvStepper
+from rlpyt.utils.buffer import buffer_from_example, numpify_buffer, torchify_buffer
 
-__all__ = ["CpuEvalCollector", "CpuResetCollector", "CpuWaitResetCollector"]
+__all__ = [
+    "CpuEvalCollector",
+    "CpuResetCollector",
+    "CpuVecResetCollector",
+    "CpuWaitResetCollector",
+]
 
 
 class CpuResetCollector(CpuCollectorMixin, DecorrelatingStartCollector):
@@ -62,4 +78,120 @@ class CpuWaitResetCollector(CpuCollectorMixin, DecorrelatingStartCollector):
 
 
 class CpuEvalCollector(EvalCollector):
-    """Evaluation in a CPU worker: the worker's agent acts for its eval envs."""
+    """Evaluation in a CPU worker: the worker's agent acts for its eval envs.
+
+    Keywords as ``EvalCollector`` plus:
+        counter: an ``EvalCounter`` shared by every worker of the sampler, so the
+            counting rule (see ``rlpyt.samplers.eval``) is global across all eval envs;
+            ``None`` makes a private one (the collector then evaluates on its own).
+        env_ranks: global eval ranks of ``envs`` (default ``0 .. len(envs) - 1``).
+
+    After ``collect_evaluation``, ``n_dropped`` is the number of trajectories cut at
+    the hard step limit (the caller warns).
+    """
+
+    def __init__(self, envs, agent, TrajInfoCls, max_steps=None, max_trajectories=None,
+                 hard_limit_factor=10, counter=None, env_ranks=None, **_ignored):
+        super().__init__(envs, agent, TrajInfoCls, max_steps=max_steps,
+                         max_trajectories=max_trajectories, hard_limit_factor=hard_limit_factor)
+        self._owns_counter = counter is None
+        if counter is None:
+            counter = EvalCounter(mp.get_context(), max_steps, max_trajectories,
+                                  self.hard_limit)
+        B = len(envs)
+        observation = buffer_from_example(envs[0].observation_space.null_value(), B)
+        action = buffer_from_example(self.null_action, B)
+        reward = np.zeros(B, dtype=np.float32)
+        self.reset_flags = np.zeros(B, dtype=bool)
+        self.group = EvalEnvGroup(
+            envs, range(B) if env_ranks is None else env_ranks, TrajInfoCls, counter,
+            observation, action, reward, active=np.zeros(B, dtype=bool),
+            reset=self.reset_flags,
+        )
+        self.inputs_pyt = torchify_buffer(AgentInputs(observation, action, reward))
+        self.n_dropped = 0
+
+    def collect_evaluation(self, itr):
+        group, agent = self.group, self.agent
+        if self._owns_counter:
+            group.counter.reset(len(self.envs))
+        # eval_mode before reset: a recurrent agent keeps its sampling state aside first.
+        agent.eval_mode(itr)
+        agent.reset()
+        group.start(group.counter.n_start)
+        while not group.done:
+            agent_step = agent.step(*self.inputs_pyt)
+            group.action[:] = numpify_buffer(agent_step.action)
+            group.step(numpify_buffer(agent_step.agent_info))
+            if self.reset_flags.any():
+                for b in np.flatnonzero(self.reset_flags):
+                    agent.reset_one(idx=b)
+                self.reset_flags[:] = False
+        self.n_dropped = group.n_dropped
+        if self._owns_counter and self.n_dropped:
+            warnings.warn(
+                f"evaluation stopped at the hard limit of {group.counter.hard_limit} env "
+                f"steps; {self.n_dropped} unfinished trajectories were dropped",
+                stacklevel=2,
+            )
+        return group.completed
+
+
+class CpuVecResetCollector(BaseCollector):
+    """``CpuResetCollector`` for one vectorised env (``rlpyt.envs.vec``): after the agent
+    acts for all sub-envs, they are stepped in one call and reset in the same call."""
+
+    mid_batch_reset = True
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.vec = VecEnvStepper(self.envs[0])
+        B = self.vec.n
+        if self.bootstrap:
+            self.final_observation = buffer_from_example(self.null_observation(), B)
+            self.timeout = np.zeros(B, dtype=bool)
+
+    def null_observation(self):
+        return self.envs[0].observation_space.null_value()
+
+    def start_envs(self, max_decorrelation_steps=0):
+        return self.vec.start(self.TrajInfoCls, max_decorrelation_steps, self.env_seeds)
+
+    def collect_batch(self, agent_inputs, traj_infos, itr):
+        agent_buf, env_buf = self.samples_np.agent, self.samples_np.env
+        completed = []
+        observation, action, reward = agent_inputs
+        inputs_pyt = torchify_buffer(agent_inputs)
+        final = self.final_observation if self.bootstrap else None
+        if self.bootstrap:
+            agent_buf.timeout_value[:] = 0
+        for t in range(self.batch_T):
+            env_buf.observation[t] = observation
+            agent_buf.prev_action[t] = action
+            env_buf.prev_reward[t] = reward
+            agent_step = self.agent.step(*inputs_pyt)
+            action[:] = numpify_buffer(agent_step.action)
+            agent_buf.action[t] = action
+            agent_info = numpify_buffer(agent_step.agent_info)
+            if agent_info:
+                agent_buf.agent_info[t] = agent_info
+            done = self.vec.step(t, action, observation, reward, env_buf, agent_buf.agent_info,
+                                 traj_infos, completed, self.TrajInfoCls, final,
+                                 self.timeout if self.bootstrap else None)
+            if self.bootstrap and self.timeout.any():
+                self._write_timeout_values(t)
+            for b in np.flatnonzero(done):
+                self.agent.reset_one(idx=b)
+            action[done] = self.null_action
+        if self.bootstrap:
+            agent_buf.bootstrap_value[:] = numpify_buffer(self.agent.value(*inputs_pyt))
+        return agent_inputs, traj_infos, completed
+
+    def _write_timeout_values(self, t):
+        """V(final observation) with the action and reward of step ``t``."""
+        truncated = np.flatnonzero(self.timeout)
+        inputs = AgentInputs(self.final_observation, self.samples_np.agent.action[t],
+                             self.samples_np.env.reward[t])
+        value = numpify_buffer(self.agent.value(*torchify_buffer(inputs)))
+        self.samples_np.agent.timeout_value[t, truncated] = value[truncated]
+        self.timeout[:] = False

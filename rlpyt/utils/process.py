@@ -1,0 +1,103 @@
+"""Process set-up: CPU pinning, torch threads, and tying a child's life to its parent.
+
+Pinning uses ``psutil`` where the platform supports it (Linux, Windows) and takes
+CPU ids from the set actually available to the process (containers and batch
+schedulers often grant a subset such as ``{4, 5, 6, 7}``), never assuming
+``0 .. n-1``.  Where pinning is unsupported (macOS) it warns once and runs unpinned.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from collections.abc import Iterable
+
+__all__ = ["apply_affinity", "available_cpus", "die_with_parent"]
+
+_warned_unpinned = False
+
+
+def available_cpus() -> list[int]:
+    """Ids of the CPUs this process may run on, sorted (all CPUs where unknown)."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        pass
+    try:
+        import psutil
+
+        return sorted(psutil.Process().cpu_affinity())
+    except (ImportError, AttributeError, OSError, NotImplementedError):
+        return list(range(os.cpu_count() or 1))
+
+
+def _as_cpu_list(cpus) -> list[int]:
+    if isinstance(cpus, int):
+        return [cpus]
+    if not isinstance(cpus, Iterable):
+        raise TypeError(f"cpus={cpus!r} must be a CPU id or a list of CPU ids")
+    return [int(c) for c in cpus]
+
+
+def apply_affinity(cpus=None, torch_threads=None, set_affinity: bool = True) -> None:
+    """Pin this process to ``cpus`` and set torch's intra-op thread count.
+
+    Args:
+        cpus: a CPU id or a list of ids, all among ``available_cpus()``; ``None`` or
+            empty leaves the process unpinned.
+        torch_threads: torch intra-op threads; ``None`` uses ``len(cpus)`` when
+            ``cpus`` is given and leaves torch's setting alone otherwise.
+        set_affinity: False skips pinning (threads are still set).
+
+    Raises ``ValueError`` naming the CPUs that are not available to the process.
+    """
+    global _warned_unpinned
+    cpus = _as_cpu_list(cpus) if cpus not in (None, ()) else []
+    if cpus and set_affinity:
+        available = set(available_cpus())
+        missing = sorted(set(cpus) - available)
+        if missing:
+            raise ValueError(
+                f"affinity CPUs {missing} are not available to this process; "
+                f"available CPUs: {sorted(available)}"
+            )
+        try:
+            import psutil
+
+            proc = psutil.Process()
+            if not hasattr(proc, "cpu_affinity"):
+                raise NotImplementedError("psutil has no cpu_affinity on this platform")
+            proc.cpu_affinity(cpus)
+        except (ImportError, NotImplementedError, AttributeError, OSError) as e:
+            if not _warned_unpinned:
+                warnings.warn(f"CPU affinity not set ({e}); running unpinned", stacklevel=2)
+                _warned_unpinned = True
+    if torch_threads is None and cpus:
+        torch_threads = len(cpus)
+    if torch_threads is not None:
+        if int(torch_threads) < 1:
+            raise ValueError(f"torch_threads={torch_threads!r} must be a positive integer")
+        import torch  # Lazy: utils must import without torch.
+
+        torch.set_num_threads(int(torch_threads))
+
+
+def die_with_parent() -> bool:
+    """Ask the kernel to SIGKILL this process when its parent dies (Linux only).
+
+    A child blocked in native code (an emulator, a simulator) cannot poll for its
+    parent; this makes sure it does not outlive a parent killed with SIGKILL.
+    Returns whether the request was made.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        return libc.prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
