@@ -43,6 +43,9 @@ def add_train_parser(subparsers):
     p.add_argument("--workers", type=int, default=None,
                    help="worker processes of the parallel samplers (default: all CPUs)")
     p.add_argument("--cuda-idx", type=int, default=None, help="GPU index for training")
+    p.add_argument("--torch-threads", type=int, default=1,
+                   help="torch threads of the main process (default 1: fastest for small "
+                        "models, and no oversubscription with parallel workers)")
     p.add_argument("--config", default=None,
                    help="params.json of an earlier run: start from its full config")
     p.add_argument("--snapshot-mode", default="last",
@@ -107,6 +110,7 @@ def build_config(args, extra: list[str]) -> dict:
         config["cuda_idx"] = args.cuda_idx
     if args.workers is not None:
         config["workers"] = args.workers
+    config["torch_threads"] = args.torch_threads
     if args.sampler_type != "serial":
         config["sampler_type"] = args.sampler_type
     preset = PRESETS[config["algo_name"]]
@@ -130,16 +134,18 @@ def _sampler_keywords(sampler_type: str) -> set[str]:
 
 def _affinity(config: dict) -> dict:
     cuda_idx = config.get("cuda_idx")
+    threads = config.get("torch_threads", 1)
     if config.get("sampler_type", "serial") == "serial":
-        return dict(cuda_idx=cuda_idx)
+        return dict(cuda_idx=cuda_idx, master_torch_threads=threads)
     try:
         cpus = sorted(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - macOS
         cpus = list(range(os.cpu_count() or 1))
     n = config.get("workers") or len(cpus)
     if n > len(cpus):  # More workers than CPUs: run them unpinned.
-        return dict(cuda_idx=cuda_idx, n_workers=n)
-    return dict(cuda_idx=cuda_idx, workers_cpus=cpus[:n], master_cpus=cpus)
+        return dict(cuda_idx=cuda_idx, n_workers=n, master_torch_threads=threads)
+    return dict(cuda_idx=cuda_idx, workers_cpus=cpus[:n], master_cpus=cpus,
+                master_torch_threads=threads)
 
 
 def train_from_config(config: dict, log_dir: str, run_ID: int = 0,
