@@ -1,0 +1,90 @@
+"""DDPG, TD3 and SAC learn Pendulum-v1 (marked ``learning``; a few CPU-minutes in total).
+
+Each test trains its seeds one after another with the settings of
+``examples/<algo>_pendulum.py`` and stops a seed as soon as an evaluation (10 episodes,
+deterministic policy, every 1000 env steps) reaches a mean return of -250.  Per-seed
+results are printed (``pytest -s`` shows them).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+import time
+
+import pytest
+import torch
+
+from rlpyt.runners.minibatch_rl import MinibatchRlEval
+from rlpyt.utils.logging.context import logger_context
+
+THRESHOLD = -250.0
+EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
+
+
+def load_example(name: str):
+    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class ThresholdReached(Exception):
+    pass
+
+
+class StopAtThreshold(MinibatchRlEval):
+    """Stops training after the first evaluation at or above ``THRESHOLD``."""
+
+    def _log_itr(self, itr):
+        super()._log_itr(itr)
+        if self.eval_history[-1][1] >= THRESHOLD:
+            raise ThresholdReached
+
+
+def run_seed(example, seed: int, log_dir) -> dict:
+    runner = example.build_runner(seed, RunnerCls=StopAtThreshold)
+    start_cpu, start_wall = time.process_time(), time.perf_counter()
+    with logger_context(str(log_dir), seed, "learning", override_prefix=True):
+        try:
+            runner.train()
+        except ThresholdReached:
+            pass
+    steps, best = max(runner.eval_history, key=lambda entry: entry[1])
+    return dict(seed=seed, best=best, at_steps=steps, reached=best >= THRESHOLD,
+                cpu_s=time.process_time() - start_cpu,
+                wall_s=time.perf_counter() - start_wall)
+
+
+def check_learns(name: str, seeds, needed: int, tmp_path) -> None:
+    previous_threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        example = load_example(f"{name}_pendulum")
+        results = [run_seed(example, seed, tmp_path / f"seed_{seed}") for seed in seeds]
+    finally:
+        torch.set_num_threads(previous_threads)
+    budget = example.CONFIG["runner"]["n_steps"]
+    for r in results:
+        print(f"{name} seed {r['seed']}: best eval {r['best']:.0f} at {r['at_steps']} steps "
+              f"(reached {r['reached']}), {r['cpu_s']:.0f} CPU s, {r['wall_s']:.0f} s wall")
+    passed = sum(r["reached"] for r in results)
+    assert passed >= needed, (
+        f"{name}: {passed} of {len(results)} seeds reached {THRESHOLD} within {budget} steps "
+        f"(needed {needed}): {results}"
+    )
+
+
+@pytest.mark.learning
+def test_sac_learns_pendulum(tmp_path):
+    check_learns("sac", seeds=[0, 1, 2], needed=2, tmp_path=tmp_path)
+
+
+@pytest.mark.learning
+def test_td3_learns_pendulum(tmp_path):
+    check_learns("td3", seeds=[0, 1, 2], needed=2, tmp_path=tmp_path)
+
+
+@pytest.mark.learning
+def test_ddpg_learns_pendulum(tmp_path):
+    check_learns("ddpg", seeds=[0, 1], needed=1, tmp_path=tmp_path)
