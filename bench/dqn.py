@@ -22,6 +22,7 @@ tensors).  The final evaluation is the mean return of ``--eval-episodes`` greedy
 episodes (epsilon 0) on fresh envs, outside the timed part.
 
     python bench/dqn.py --steps 20000 --repeats 3
+    python bench/dqn.py --replay      # then parts (b) and (c): bench/replay.py
 """
 
 from __future__ import annotations
@@ -30,9 +31,11 @@ import argparse
 import contextlib
 import io
 import statistics
+import sys
 import tempfile
 import time
 import warnings
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -138,6 +141,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="interleaved repeats")
     parser.add_argument("--eval-episodes", type=int, default=5)
     parser.add_argument("--clock", choices=["cpu", "wall"], default="cpu")
+    parser.add_argument("--replay", action="store_true",
+                        help="also run bench/replay.py (prioritized replay throughput at 100k "
+                             "capacity, frame-buffer bytes per transition)")
     args = parser.parse_args()
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
     torch.set_num_threads(1)
@@ -164,6 +170,20 @@ def main() -> None:
               f"{statistics.median(evals[name]):20.1f}")
     ratio = statistics.median(speeds["rlpyt"]) / statistics.median(speeds["sb3"])
     print(f"speed ratio rlpyt / sb3: {ratio:.2f}x")
+    if args.replay:
+        run_replay_bench(clock)
+
+
+def run_replay_bench(clock) -> None:
+    """Parts (b) and (c) of the DQN benchmark, from ``bench/replay.py`` next to this file."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import replay
+
+    replay.CLOCK = clock
+    print()
+    replay.report_throughput(capacity=100_000, iterations=100, repeats=3)
+    print()
+    replay.report_frame_bytes()
 
 
 if __name__ == "__main__":

@@ -30,12 +30,14 @@ def build_and_train(game="pong", n_steps=20_000, replay_size=int(1e6), double=Fa
         EnvCls=AtariEnv,
         TrajInfoCls=AtariTrajInfo,  # Adds GameScore (the unclipped score) to the logs.
         env_kwargs=dict(game=game),
+        # Evaluation games end at the usual 27k-step horizon, or sooner in short runs.
+        eval_env_kwargs=dict(game=game, horizon=int(min(27_000, max(n_steps // 4, 100)))),
         batch_T=4,
         batch_B=1,
         max_decorrelation_steps=0,
-        eval_n_envs=4,
-        eval_max_steps=int(min(125_000, max(5_000, n_steps // 4))),
-        eval_max_trajectories=8,
+        eval_n_envs=2,
+        eval_max_steps=int(min(125_000, max(2_000, n_steps // 4))),
+        eval_max_trajectories=5,
     )
     min_steps_learn = int(min(50_000, n_steps // 4))
     algo = DQN(

@@ -130,7 +130,8 @@ def reference_dqn_loss(agent, batch, discount, n_step, delta_clip, double, prior
             valid = 0.0 if tl and batch.timeout_n[b] else 1.0
             total += loss * weight * valid
             count += valid
-            priorities.append(abs(delta) if delta_clip is None else min(abs(delta), delta_clip))
+            clip = delta_clip if prioritized else None
+            priorities.append(abs(delta) if clip is None else min(abs(delta), clip))
     return total / max(count, 1.0), priorities
 
 

@@ -290,14 +290,16 @@ class DQN(RlAlgorithm):
         if self.prioritized_replay:
             self.replay_buffer.set_beta(self.pri_beta_at(itr))
         records = [self.gradient_step() for _ in range(self.updates_per_optimize)]
-        for values, column in zip(opt_info, torch.stack(records).T.tolist()):
-            values.extend(column)
+        loss, grad_norm, priorities = zip(*records)
+        opt_info[0].extend(torch.stack(loss).tolist())
+        opt_info[1].extend(torch.stack(grad_norm).tolist())
+        opt_info[2].extend(torch.stack(priorities).mean(dim=-1).tolist())
         self._after_optimize()
         return opt_info
 
-    def gradient_step(self) -> torch.Tensor:
+    def gradient_step(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """One update from a replay batch (and a target update when due); returns
-        ``[loss, grad norm, mean priority]`` as one tensor (read out once per iteration)."""
+        ``(loss, grad norm, priorities)`` as tensors, read out once per iteration."""
         batch = self.replay_buffer.sample_batch(self.batch_size)
         if self.agent.device.type != "cpu":
             batch = buffer_to(batch, self.agent.device)
@@ -312,7 +314,7 @@ class DQN(RlAlgorithm):
         self.update_counter += 1
         if self.update_counter % self.target_update_interval == 0:
             self.agent.update_target(self.target_update_tau)
-        return torch.stack([loss.detach(), grad_norm, priorities.mean()])
+        return loss.detach(), grad_norm, priorities
 
     def _replay_ready(self) -> bool:
         low, high = self.replay_buffer.valid_row_range()
@@ -335,7 +337,8 @@ class DQN(RlAlgorithm):
     def loss(self, samples):
         """``(loss, priorities)`` for a replay batch already on the agent's device.
 
-        ``priorities`` are ``|y - Q(s, a)|`` per sample (clipped at ``delta_clip``).
+        ``priorities`` are ``|y - Q(s, a)|`` per sample, clipped at ``delta_clip`` with
+        prioritized replay (they are logged as ``tdAbsErr``).
         """
         q = self.agent(*samples.agent_inputs)
         q = q.gather(-1, samples.action.unsqueeze(-1)).squeeze(-1)
@@ -356,7 +359,7 @@ class DQN(RlAlgorithm):
             losses = losses * samples.is_weights
         loss = self.masked_mean(losses, samples)
         priorities = (y - q.detach()).abs_()
-        if self.delta_clip is not None:
+        if self.prioritized_replay and self.delta_clip is not None:
             priorities = priorities.clamp_(max=self.delta_clip)
         return loss, priorities
 
