@@ -222,3 +222,17 @@ def test_get_leading_dims_error_names_the_field():
     assert get_leading_dims(bad, 1) == (3,)
     with pytest.raises(ValueError, match="no array fields"):
         get_leading_dims(Step(None, None, None, None, None, None))
+
+
+def test_buffer_to_walks_plain_tuples_and_numpify_detaches():
+    inputs = (torch.zeros(2), torch.ones(2, dtype=torch.int64), None)
+    moved = buffer_to(inputs, torch.float64)
+    assert type(moved) is tuple and moved[2] is None
+    assert moved[0].dtype == torch.float64 and moved[1].dtype == torch.float64
+    leaf = torch.zeros(3, requires_grad=True)
+    out = numpify_buffer(ActReward(leaf, torch.ones(1)))
+    assert isinstance(out.action, np.ndarray) and out.action.shape == (3,)
+    assert out.reward.tolist() == [1.0]
+
+
+ActReward = namedarraytuple("ActReward", ["action", "reward"])

@@ -279,3 +279,48 @@ def test_traj_info_matches_plain_loop():
     clone = pickle.loads(pickle.dumps(traj))
     assert type(clone) is TrajInfo and clone == traj and clone.Return == traj.Return
     assert TrajInfo().DiscountedReturn == 0 and TrajInfo(tag="x").tag == "x"
+
+
+class RecordingCartPole(gym.Wrapper):
+    """Records the actions the Gymnasium env receives."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.received = []
+
+    def step(self, action):
+        self.received.append(action)
+        return self.env.step(action)
+
+
+def test_discrete_actions_reach_the_env_in_gymnasium_form():
+    inner = RecordingCartPole(gym.make("CartPole-v1"))
+    env = GymEnvWrapper(inner)
+    env.seed(0)
+    env.reset()
+    env.step(np.int64(1))  # a sampler buffer's scalar: already what Discrete.sample() gives
+    env.step(np.array(0))
+    env.step(1)
+    env.step(np.int32(1))
+    first, *rest = inner.received
+    assert type(first) is np.int64 and first == 1
+    assert [type(a) for a in rest] == [int, int, int] and rest == [0, 1, 1]
+    with pytest.raises(ValueError, match="one integer"):
+        env.step(np.array([0, 1]))
+
+
+def test_discrete_action_with_start_is_shifted():
+    inner = RecordingCartPole(gym.make("CartPole-v1"))
+    inner.action_space = gs.Discrete(2, start=5)
+    env = GymEnvWrapper(inner)
+    assert env._revert_action(np.int64(1)) == 6
+
+
+def test_info_schema_pickles_with_its_class():
+    env = make("RlpytTest/Scripted-v0", info_example={"lives": 3, "score": 1.5})
+    env.reset()
+    clone = pickle.loads(pickle.dumps(env._info_schema))
+    info = clone.make({"lives": 2}, True)
+    assert info == env._info_schema.make({"lives": 2}, True)
+    assert info._fields == ("lives", "score", "timeout") and info.lives == 2 and info.timeout
+    assert clone.make({}, False).score == 0

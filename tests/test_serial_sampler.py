@@ -513,3 +513,50 @@ def test_star_imports_name_only_what_exists(module):
     mod = importlib.import_module(module)
     missing = [name for name in mod.__all__ if not hasattr(mod, name)]
     assert not missing, f"{module}.__all__ names undefined {missing}"
+
+
+class RecordingTrajInfo(TrajInfo):
+    """Overrides ``step``, so collectors must pass it every input, agent_info included."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._seen = []
+
+    def step(self, observation, action, reward, done, agent_info, env_info):
+        self._seen.append((np.array(observation), int(action), float(agent_info.value),
+                           np.array(agent_info.dist_info.prob)))
+        return super().step(observation, action, reward, done, agent_info, env_info)
+
+
+@pytest.mark.parametrize("CollectorCls", [CpuResetCollector, CpuWaitResetCollector])
+def test_traj_info_subclass_gets_each_envs_step_inputs(CollectorCls):
+    def run(TrajInfoCls):
+        sampler = SerialSampler(EnvCls=make, env_kwargs=dict(id="CartPole-v1"), batch_T=40,
+                                batch_B=3, CollectorCls=CollectorCls, TrajInfoCls=TrajInfoCls,
+                                max_decorrelation_steps=0)
+        torch.manual_seed(0)
+        sampler.initialize(CategoricalPgAgent(), seed=1)
+        samples, completed = sampler.obtain_samples(0)
+        traj_infos = list(sampler.traj_infos)
+        sampler.shutdown()
+        return samples, completed, traj_infos
+
+    plain_samples, plain_completed, _ = run(TrajInfo)
+    samples, completed, current = run(RecordingTrajInfo)
+    # The base TrajInfo (whose step ignores agent_info) gives the same statistics.
+    stats = ("Length", "Return", "NonzeroRewards", "DiscountedReturn")
+    assert [[i[k] for k in stats] for i in completed] == [
+        [i[k] for k in stats] for i in plain_completed]
+    assert torch.equal(samples.agent.action, plain_samples.agent.action)
+    # Every env's current trajectory saw exactly its own rows of the batch.
+    env, agent = samples.env, samples.agent
+    assert any(info._seen for info in current)
+    for b, info in enumerate(current):
+        n = len(info._seen)
+        t0 = 40 - n if CollectorCls is CpuResetCollector else 0
+        for k, (obs, action, value, prob) in enumerate(info._seen):
+            t = t0 + k
+            np.testing.assert_array_equal(obs, env.observation[t, b].numpy())
+            assert action == agent.action[t, b].item()
+            assert value == agent.agent_info.value[t, b].item()
+            np.testing.assert_array_equal(prob, agent.agent_info.dist_info.prob[t, b].numpy())

@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 
 from rlpyt.models.utils import strip_ddp_state_dict
+from rlpyt.utils.buffer import buffer_to
 from rlpyt.utils.collections import namedarraytuple
 
 __all__ = [
@@ -196,6 +197,16 @@ class BaseAgent:
 
     def to_model_device(self, *tensors):
         return tuple(None if t is None else t.to(self.device) for t in tensors)
+
+    def model_inputs(self, *inputs) -> tuple:
+        """``inputs`` (tensors, buffers of them or None) on the model's device.
+
+        A CPU agent returns them as they are: moving to the same device would only
+        cost time on every sampler step.
+        """
+        if self.device.type == "cpu":
+            return inputs
+        return buffer_to(inputs, self.device)
 
 
 class RecurrentAgentMixin:

@@ -4,7 +4,8 @@
 ``EnvCls`` to give samplers.  It returns a ``GymEnvWrapper``, which
 
 * converts observations with ``GymSpaceWrapper`` (float64 -> float32, ``Dict`` ->
-  namedtuple) and reverts numpy actions to the Gymnasium form;
+  namedtuple) and reverts numpy actions to the Gymnasium form (a numpy scalar of a
+  ``Discrete`` space's dtype, as ``Discrete.sample()`` gives, goes through as it is);
 * reports ``done = terminated or truncated`` and ``env_info.timeout = truncated and
   not terminated``: a step that both ends the task and hits the time limit is a real
   termination, so algorithms must not bootstrap through it;
@@ -119,8 +120,18 @@ class InfoSchema:
         self._warned: set = set()
         self.fields = tuple(fields) + tuple(reserved)
         self.NamedTupleCls = NamedTupleSchema(name, self.fields)
+        self._cls = self.NamedTupleCls.cls  # The class itself: no cache look-up per step.
         self.null = self.NamedTupleCls(*(null for _, null, _ in self._entries),
                                        *(np.zeros((), bool) for _ in reserved))
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        del state["_cls"]  # Made at run time: pickle the schema, rebuild the class.
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._cls = self.NamedTupleCls.cls
 
     @staticmethod
     def _make_entry(key, values: list, name: str, owner: str, dropped: list):
@@ -152,7 +163,13 @@ class InfoSchema:
         return values
 
     def __call__(self, info: dict) -> tuple:
-        return self.NamedTupleCls(*self.values(info))
+        return self._cls(*self.values(info))
+
+    def make(self, info: dict, *reserved: Any) -> tuple:
+        """The namedtuple of ``info``'s values followed by the ``reserved`` fields' values."""
+        if not info and not self._entries:  # Info-less envs (CartPole): nothing to look up.
+            return self._cls(*reserved)
+        return self._cls(*self.values(info), *reserved)
 
     def _warn_new_keys(self, info: dict) -> None:
         new = [k for k in info if k not in self._known_keys and k not in self._warned]
@@ -200,6 +217,11 @@ class GymEnvWrapper(Env):
             force_float32=force_float32,
         )
         self._horizon = _time_limit(env)
+        self._revert_action = self._action_space.revert
+        space = env.action_space
+        if isinstance(space, gym.spaces.Discrete) and int(space.start) == 0:
+            self._discrete_type = space.dtype.type
+            self._revert_action = self._revert_discrete
         self._pending_seed: int | None = None
         self._reset_info: dict = {}
         self._info_schema: InfoSchema | None = None
@@ -213,14 +235,24 @@ class GymEnvWrapper(Env):
     def _make_info_schema(self, examples: list[dict]) -> InfoSchema:
         return InfoSchema(examples, "EnvInfo", owner=repr(self), reserved=("timeout",))
 
+    def _revert_discrete(self, action: Any) -> Any:
+        """``revert`` for a ``Discrete`` space starting at 0, with a short cut.
+
+        A numpy scalar of the space's dtype (what sampler buffers hold) is already a
+        valid Gymnasium action, the type ``Discrete.sample()`` returns, so it is passed
+        as it is; anything else is reverted to an ``int``.
+        """
+        if type(action) is self._discrete_type:
+            return action
+        return self._action_space.revert(action)
+
     def step(self, action: Any) -> EnvStep:
-        gym_action = self._action_space.revert(action)
-        obs, reward, terminated, truncated, info = self.env.step(gym_action)
-        if self._info_schema is None:
-            self._info_schema = self._make_info_schema([self._reset_info, info])
+        obs, reward, terminated, truncated, info = self.env.step(self._revert_action(action))
+        schema = self._info_schema
+        if schema is None:
+            schema = self._info_schema = self._make_info_schema([self._reset_info, info])
             self._reset_info = {}
-        timeout = bool(truncated) and not terminated
-        env_info = self._info_schema.NamedTupleCls(*self._info_schema.values(info), timeout)
+        env_info = schema.make(info, bool(truncated) and not terminated)  # timeout
         done = bool(terminated or truncated)
         return EnvStep(self._observation_space.convert(obs), reward, done, env_info)
 

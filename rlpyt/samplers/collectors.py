@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from rlpyt.agents.base import AgentInputs
+from rlpyt.envs.traj_info import TrajInfo
 from rlpyt.samplers.eval import EvalCollector
 from rlpyt.utils.buffer import buffer_from_example, numpify_buffer, torchify_buffer
 
@@ -70,6 +71,12 @@ class BaseCollector:
         self.null_action = envs[0].action_space.null_value()
         agent_samples = samples_np.agent
         self.bootstrap = hasattr(agent_samples, "bootstrap_value")
+        # Per-step loops test these for every env; the answers never change.
+        env_info = samples_np.env.env_info
+        self.has_traj_done = "traj_done" in getattr(env_info, "_fields", ())
+        # The base TrajInfo.step reads only reward, done and env_info, so collectors
+        # need not build each env's agent_info view for it.
+        self.traj_uses_agent_info = type(TrajInfoCls()).step is not TrajInfo.step
 
     def start_agent(self):
         if self.agent is not None:
@@ -152,16 +159,19 @@ class CpuCollectorMixin:
     def _step_envs(self, t, observation, action, reward, agent_info_np, traj_infos, completed):
         """Step every env once; returns the envs whose episode ended at ``t``."""
         env_buf = self.samples_np.env
+        done_t, env_info_buf = env_buf.done[t], env_buf.env_info
+        has_traj_done, TrajInfoCls = self.has_traj_done, self.TrajInfoCls
+        skip_env, pass_agent_info = self._skip_env, self.traj_uses_agent_info
         done_envs, timeout_obs = [], {}
         for b, env in enumerate(self.envs):
-            if self._skip_env(b, t, action, reward):
+            if skip_env(b, t, action, reward):
                 continue
-            step = env.step(action[b])
-            o, r, d, env_info = step
-            traj_infos[b].step(observation[b], action[b], r, d, agent_info_np[b], env_info)
-            if getattr(env_info, "traj_done", d):
+            o, r, d, env_info = env.step(action[b])
+            info_b = agent_info_np[b] if pass_agent_info else None
+            traj_infos[b].step(observation[b], action[b], r, d, info_b, env_info)
+            if env_info.traj_done if has_traj_done else d:
                 completed.append(traj_infos[b].terminate(o))
-                traj_infos[b] = self.TrajInfoCls()
+                traj_infos[b] = TrajInfoCls()
             if d:
                 done_envs.append(b)
                 if self.bootstrap and getattr(env_info, "timeout", False):
@@ -169,9 +179,9 @@ class CpuCollectorMixin:
                 o = self._on_done(b, env, o)
             observation[b] = o
             reward[b] = r
-            env_buf.done[t, b] = d
+            done_t[b] = d
             if env_info:
-                env_buf.env_info[t, b] = env_info
+                env_info_buf[t, b] = env_info
         return done_envs, timeout_obs
 
     def _skip_env(self, b, t, action, reward) -> bool:
@@ -195,29 +205,30 @@ class CpuCollectorMixin:
         completed = []
         observation, action, reward = agent_inputs
         obs_pyt, act_pyt, rew_pyt = torchify_buffer(agent_inputs)
+        agent = self.agent
+        agent_info_buf = agent_buf.agent_info
         if self.bootstrap:
             agent_buf.timeout_value[:] = 0
         for t in range(self.batch_T):
             env_buf.observation[t] = observation
             agent_buf.prev_action[t] = action
             env_buf.prev_reward[t] = reward
-            agent_step = self.agent.step(obs_pyt, act_pyt, rew_pyt)
-            action[:] = numpify_buffer(agent_step.action)
-            agent_info_np = numpify_buffer(agent_step.agent_info)
+            agent_step = numpify_buffer(agent.step(obs_pyt, act_pyt, rew_pyt))
+            action[:] = agent_step.action
+            agent_info_np = agent_step.agent_info
             agent_buf.action[t] = action
             if agent_info_np:
-                agent_buf.agent_info[t] = agent_info_np
+                agent_info_buf[t] = agent_info_np
             done_envs, timeout_obs = self._step_envs(
                 t, observation, action, reward, agent_info_np, traj_infos, completed
             )
             env_buf.reward[t] = reward
             if timeout_obs:
                 self._write_timeout_values(t, timeout_obs, observation, action, reward)
-            self._after_done(done_envs, action, reward)
+            if done_envs:
+                self._after_done(done_envs, action, reward)
         if self.bootstrap:
-            agent_buf.bootstrap_value[:] = numpify_buffer(
-                self.agent.value(obs_pyt, act_pyt, rew_pyt)
-            )
+            agent_buf.bootstrap_value[:] = numpify_buffer(agent.value(obs_pyt, act_pyt, rew_pyt))
         return agent_inputs, traj_infos, completed
 
     def _after_done(self, done_envs, action, reward):

@@ -141,12 +141,17 @@ def buffer_from_example(example, leading_dims, share_memory: bool = False):
     return build_array(example, leading_dims, share_memory)
 
 
+def _is_nt(obj) -> bool:
+    # Inline of ``is_namedtuple``: these walkers run several times per sampler step.
+    return isinstance(obj, tuple) and hasattr(obj, "_fields")
+
+
 def buffer_func(buffer, func: Callable, *args, **kwargs):
     """Apply ``func(leaf, *args, **kwargs)`` to every array leaf, keeping the structure."""
     if buffer is None:
         return None
-    if is_namedtuple(buffer):
-        return type(buffer)(*(buffer_func(b, func, *args, **kwargs) for b in buffer))
+    if _is_nt(buffer):
+        return type(buffer)._make([buffer_func(b, func, *args, **kwargs) for b in buffer])
     return func(buffer, *args, **kwargs)
 
 
@@ -154,48 +159,62 @@ def buffer_method(buffer, method_name: str, *args, **kwargs):
     """Call ``leaf.<method_name>(*args, **kwargs)`` on every leaf, keeping the structure."""
     if buffer is None:
         return None
-    if is_namedtuple(buffer):
-        return type(buffer)(*(buffer_method(b, method_name, *args, **kwargs) for b in buffer))
+    if _is_nt(buffer):
+        return type(buffer)._make(
+            [buffer_method(b, method_name, *args, **kwargs) for b in buffer]
+        )
     return getattr(buffer, method_name)(*args, **kwargs)
+
+
+def _torchify_leaf(x, from_numpy):
+    if type(x) is np.ndarray:
+        return from_numpy(x)
+    if isinstance(x, (np.ndarray, np.generic)):
+        return from_numpy(np.asarray(x))  # Subclasses (SharedArray) and numpy scalars.
+    return x
 
 
 def torchify_buffer(buffer):
     """numpy -> torch sharing memory (``torch.from_numpy``); other leaves pass through."""
-    import torch
+    import torch  # Lazily: envs and spaces use this module without torch.
 
-    def convert(x):
-        if isinstance(x, np.ndarray):
-            return torch.from_numpy(np.asarray(x) if type(x) is not np.ndarray else x)
-        if isinstance(x, np.generic):
-            return torch.from_numpy(np.asarray(x))
-        return x
+    return buffer_func(buffer, _torchify_leaf, torch.from_numpy)
 
-    return buffer_func(buffer, convert)
+
+def _numpify_leaf(x, tensor_cls):
+    if isinstance(x, tensor_cls):
+        if x.is_cpu:
+            return x.detach().numpy() if x.requires_grad else x.numpy()
+        return x.detach().cpu().numpy()
+    return x
 
 
 def numpify_buffer(buffer):
     """torch (CPU) -> numpy sharing memory; other leaves pass through."""
     import torch
 
-    def convert(x):
-        if isinstance(x, torch.Tensor):
-            return x.detach().numpy() if x.device.type == "cpu" else x.detach().cpu().numpy()
-        return x
+    return buffer_func(buffer, _numpify_leaf, torch.Tensor)
 
-    return buffer_func(buffer, convert)
+
+def _move_leaf(x, device):
+    if hasattr(x, "to"):
+        # Only host-to-device copies may be asynchronous: a non-blocking copy to the
+        # host can still be in flight when the caller reads the result (e.g. as numpy).
+        return x.to(device, non_blocking=not str(device).startswith("cpu"))
+    return x
 
 
 def buffer_to(buffer, device=None):
-    """Move every torch leaf to ``device`` (non-blocking where possible)."""
+    """Move every torch leaf to ``device`` (non-blocking host-to-device copies).
+
+    Plain tuples (such as ``(observation, prev_action, prev_reward)``) are walked
+    too and come back as plain tuples.
+    """
     if device is None:
         return buffer
-
-    def move(x):
-        if hasattr(x, "to"):
-            return x.to(device, non_blocking=True)
-        return x
-
-    return buffer_func(buffer, move)
+    if type(buffer) is tuple:
+        return tuple(buffer_func(b, _move_leaf, device) for b in buffer)
+    return buffer_func(buffer, _move_leaf, device)
 
 
 def get_leading_dims(buffer, n_dim: int = 1) -> tuple[int, ...]:

@@ -45,6 +45,8 @@ _CLASS_CACHE: dict[tuple, type] = {}
 
 RESERVED_NAMES = ("get", "items")
 
+_tuple_new = tuple.__new__
+
 
 def _normalize_fields(typename: str, field_names: str | Iterable[str]) -> tuple[str, ...]:
     if isinstance(field_names, str):
@@ -150,7 +152,8 @@ class _NamedArrayTupleMixin:
     def __getitem__(self, loc):
         """Index every non-None field with ``loc``; returns the same class."""
         try:
-            return type(self)(*(None if v is None else v[loc] for v in self))
+            # tuple.__new__ with a list: the namedtuple __new__ would repack the args.
+            return _tuple_new(type(self), [None if v is None else v[loc] for v in self])
         except (IndexError, TypeError, KeyError) as e:
             for field, value in zip(self._fields, self):
                 if value is None:
@@ -171,26 +174,17 @@ class _NamedArrayTupleMixin:
         ``value`` is either a tuple with the same fields (None entries skipped,
         nested tuples recursed) or anything that broadcasts into every field.
         """
-        if isinstance(value, tuple) and not (
-            is_namedtuple(value) and value._fields == self._fields
-        ):
-            if is_namedtuple(value):
-                raise ValueError(
-                    f"{type(self).__name__}: cannot assign a {type(value).__name__} with fields "
-                    f"{value._fields}; expected fields {self._fields}"
-                )
-            if len(value) != len(self):
-                raise ValueError(
-                    f"{type(self).__name__}: cannot assign a tuple of length {len(value)} "
-                    f"to {len(self)} fields {self._fields}"
-                )
-        # tuple.__iter__, not indexing: a namedarraytuple value would index its arrays.
-        values = iter(value) if isinstance(value, tuple) else None
-        for field, dest in zip(self._fields, self):
-            v = value if values is None else next(values)
-            if dest is None:
-                continue
-            if v is None:
+        if isinstance(value, tuple):
+            fields = getattr(value, "_fields", None)
+            if fields is not self._fields and fields != self._fields:
+                self._check_tuple_value(value)
+            # zip iterates the tuple itself: indexing a namedarraytuple value would
+            # index its arrays.
+            values = value
+        else:
+            values = (value,) * len(self)
+        for field, dest, v in zip(self._fields, self, values):
+            if dest is None or v is None:
                 continue
             try:
                 dest[loc] = v
@@ -200,6 +194,18 @@ class _NamedArrayTupleMixin:
                     f"(destination shape {getattr(dest, 'shape', None)}, value shape "
                     f"{getattr(v, 'shape', None)}): {e}"
                 ) from e
+
+    def _check_tuple_value(self, value: tuple) -> None:
+        if is_namedtuple(value):
+            raise ValueError(
+                f"{type(self).__name__}: cannot assign a {type(value).__name__} with fields "
+                f"{value._fields}; expected fields {self._fields}"
+            )
+        if len(value) != len(self):
+            raise ValueError(
+                f"{type(self).__name__}: cannot assign a tuple of length {len(value)} "
+                f"to {len(self)} fields {self._fields}"
+            )
 
     def __contains__(self, key):
         return key in self._fields

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from rlpyt.agents.base import AgentStep, BaseAgent, RecurrentAgentMixin
-from rlpyt.utils.buffer import buffer_func, buffer_method, buffer_to
+from rlpyt.utils.buffer import buffer_func, buffer_method
 from rlpyt.utils.collections import namedarraytuple
 
 __all__ = ["AgentInfo", "AgentInfoRnn", "BasePgAgent", "RecurrentPgAgentMixin"]
@@ -14,9 +14,18 @@ AgentInfo = namedarraytuple("AgentInfo", ["dist_info", "value"])
 AgentInfoRnn = namedarraytuple("AgentInfoRnn", ["dist_info", "value", "prev_rnn_state"])
 
 
-def _to_cpu(agent_step):
+def _to_cpu(agent_step, device: torch.device):
+    """The step's tensors on the CPU, detached from any graph."""
+    if device.type != "cpu":
+        # Blocking copies: a non_blocking device-to-host copy may not have landed yet
+        # when the sampler reads the numpy view.
+        agent_step = buffer_method(agent_step, "cpu")
     # Views of parameters (a shared log_std) keep requires_grad even under no_grad.
-    return buffer_method(buffer_to(agent_step, "cpu"), "detach")
+    return buffer_func(agent_step, _detached)
+
+
+def _detached(x: torch.Tensor) -> torch.Tensor:
+    return x.detach() if x.requires_grad else x
 
 
 class BasePgAgent(BaseAgent):
@@ -31,25 +40,25 @@ class BasePgAgent(BaseAgent):
 
     def __call__(self, observation, prev_action, prev_reward):
         """Training forward pass: ``(dist_info, value)`` on the agent's device."""
-        inputs = buffer_to((observation, prev_action, prev_reward), self.device)
+        inputs = self.model_inputs(observation, prev_action, prev_reward)
         *dist_params, value = self.model(*inputs)
         return self.make_dist_info(*dist_params), value
 
     @torch.no_grad()
     def step(self, observation, prev_action, prev_reward) -> AgentStep:
-        inputs = buffer_to((observation, prev_action, prev_reward), self.device)
+        inputs = self.model_inputs(observation, prev_action, prev_reward)
         *dist_params, value = self.model(*inputs)
         dist_info = self.make_dist_info(*dist_params)
         action = self.select_action(dist_info)
-        agent_info = AgentInfo(dist_info=dist_info, value=value)
-        return _to_cpu(AgentStep(action=action, agent_info=agent_info))
+        agent_info = AgentInfo(dist_info, value)
+        return _to_cpu(AgentStep(action, agent_info), self.device)
 
     def select_action(self, dist_info):
         return self.distribution.sample(dist_info)
 
     @torch.no_grad()
     def value(self, observation, prev_action, prev_reward) -> torch.Tensor:
-        inputs = buffer_to((observation, prev_action, prev_reward), self.device)
+        inputs = self.model_inputs(observation, prev_action, prev_reward)
         return self.model(*inputs)[-1].cpu()
 
     def train_mode(self, itr):
@@ -66,13 +75,13 @@ class RecurrentPgAgentMixin(RecurrentAgentMixin):
 
     def __call__(self, observation, prev_action, prev_reward, init_rnn_state):
         """Training forward pass over ``[T, B]`` sequences from ``init_rnn_state`` ``[N, B, H]``."""
-        inputs = buffer_to((observation, prev_action, prev_reward, init_rnn_state), self.device)
+        inputs = self.model_inputs(observation, prev_action, prev_reward, init_rnn_state)
         *dist_params, value, next_rnn_state = self.model(*inputs)
         return self.make_dist_info(*dist_params), value, next_rnn_state
 
     @torch.no_grad()
     def step(self, observation, prev_action, prev_reward) -> AgentStep:
-        inputs = buffer_to((observation, prev_action, prev_reward), self.device)
+        inputs = self.model_inputs(observation, prev_action, prev_reward)
         *dist_params, value, rnn_state = self.model(*inputs, self.prev_rnn_state)
         dist_info = self.make_dist_info(*dist_params)
         action = self.select_action(dist_info)
@@ -81,13 +90,13 @@ class RecurrentPgAgentMixin(RecurrentAgentMixin):
             prev_rnn_state = buffer_func(rnn_state, torch.zeros_like)
         # Stored per env as [B, N, H]; algorithms transpose back to [N, B, H].
         prev_rnn_state = buffer_method(prev_rnn_state, "transpose", 0, 1)
-        agent_info = AgentInfoRnn(dist_info=dist_info, value=value, prev_rnn_state=prev_rnn_state)
+        agent_info = AgentInfoRnn(dist_info, value, prev_rnn_state)
         self.advance_rnn_state(rnn_state)
-        return _to_cpu(AgentStep(action=action, agent_info=agent_info))
+        return _to_cpu(AgentStep(action, agent_info), self.device)
 
     @torch.no_grad()
     def value(self, observation, prev_action, prev_reward) -> torch.Tensor:
         """Value from the current recurrent state, without advancing it."""
-        inputs = buffer_to((observation, prev_action, prev_reward), self.device)
+        inputs = self.model_inputs(observation, prev_action, prev_reward)
         outputs = self.model(*inputs, self.prev_rnn_state)
         return outputs[-2].cpu()

@@ -121,6 +121,7 @@ class GpuResetCollector(DecorrelatingStartCollector):
     def _step_envs(self, t, traj_infos, completed):
         env_buf, step = self.samples_np.env, self.step_buffer_np
         agent_info = self.samples_np.agent.agent_info
+        pass_agent_info = agent_info is not None and self.traj_uses_agent_info
         for b, env in enumerate(self.envs):
             if self.done[b]:  # Wait-reset: idle until the batch ends.
                 env_buf.done[t, b] = True
@@ -131,9 +132,9 @@ class GpuResetCollector(DecorrelatingStartCollector):
                 continue
             action = step.action[b]
             o, r, d, env_info = env.step(action)
-            info_b = None if agent_info is None else agent_info[t, b]
+            info_b = agent_info[t, b] if pass_agent_info else None
             traj_infos[b].step(step.observation[b], action, r, d, info_b, env_info)
-            if getattr(env_info, "traj_done", d):
+            if env_info.traj_done if self.has_traj_done else d:
                 completed.append(traj_infos[b].terminate(o))
                 traj_infos[b] = self.TrajInfoCls()
             env_buf.reward[t, b] = r
