@@ -21,6 +21,7 @@ from rlpyt.distributions.categorical import Categorical, DistInfo
 from rlpyt.distributions.epsilon_greedy import CategoricalEpsilonGreedy, EpsilonGreedy
 from rlpyt.distributions.gaussian import DistInfo as GaussianDistInfo
 from rlpyt.distributions.gaussian import DistInfoStd, Gaussian
+from rlpyt.utils.tensor import select_at_indexes
 
 torch.set_default_dtype(torch.float32)
 FAST = settings(max_examples=25, deadline=None)
@@ -80,6 +81,30 @@ def test_categorical_valid_means_match_loop(cat_data):
         loop_masked_mean(ent.exp(), valid), abs=1e-5
     )
     assert dist.mean_kl(old, new).item() == pytest.approx(kl.mean().item(), rel=1e-5)
+
+
+def test_categorical_log_likelihood_is_the_generic_selection(cat_data):
+    """The direct gather gives exactly log(select_at_indexes(x, prob) + eps), with
+    integer actions of any dtype, and still rejects actions of the wrong shape."""
+    dist, _, new, x, _ = cat_data
+    expected = torch.log(select_at_indexes(x, new.prob) + 1e-8)
+    assert torch.equal(dist.log_likelihood(x, new), expected)
+    assert torch.equal(dist.log_likelihood(x.to(torch.int32), new), expected)
+    with pytest.raises(ValueError, match="shape"):
+        dist.log_likelihood(x[:2], new)  # [2, B] actions for [T, B] probabilities
+
+
+def test_categorical_sample_of_a_batch_is_the_general_path():
+    """[B, dim] probabilities (the sampler's case) skip the reshapes, not the draws."""
+    prob = torch.softmax(torch.randn(8, 3, generator=torch.Generator().manual_seed(1)), -1)
+    for dtype in (torch.long, torch.int32):
+        dist = Categorical(3, dtype=dtype)
+        torch.manual_seed(2)
+        batch = dist.sample(DistInfo(prob))
+        torch.manual_seed(2)
+        general = dist.sample(DistInfo(prob.unsqueeze(0)))
+        assert batch.shape == (8,) and batch.dtype == dtype
+        assert torch.equal(batch, general[0])
 
 
 def test_categorical_zero_probability_is_finite_and_never_sampled():

@@ -49,6 +49,28 @@ def test_mlp_layers_and_output_size():
     assert torch.equal(MlpModel(5, None)(x), x)
 
 
+def test_mlp_forward_is_its_sequential_and_runs_layer_hooks():
+    """The direct per-layer forward computes exactly what the Sequential does, gradients
+    included, and a layer with hooks still goes through nn.Module.__call__."""
+    torch.manual_seed(0)
+    mlp = MlpModel(5, [8, 6], output_size=3, nonlinearity=torch.nn.Tanh)
+    x = torch.randn(4, 5)
+    out = mlp(x)
+    assert torch.equal(out, mlp.model(x))
+    out.sum().backward()
+    direct = [p.grad.clone() for p in mlp.parameters()]
+    mlp.zero_grad()
+    mlp.model(x).sum().backward()
+    assert all(torch.equal(a, p.grad) for a, p in zip(direct, mlp.parameters()))
+    seen = []
+    mlp.model[1].register_forward_hook(lambda module, args, output: seen.append(output))
+    mlp.model[2].register_forward_pre_hook(lambda module, args: (args[0] * 0,))
+    out = mlp(x)
+    assert len(seen) == 1 and seen[0].shape == (4, 8)
+    expected = mlp.model[4](mlp.model[3](mlp.model[2].bias.expand(4, 6)))
+    torch.testing.assert_close(out, expected)  # the pre-hook zeroed layer 2's input
+
+
 @pytest.mark.parametrize("bad", [[0], [4, -1], [2.5]])
 def test_mlp_rejects_bad_sizes(bad):
     with pytest.raises(ValueError, match="hidden_sizes"):

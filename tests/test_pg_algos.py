@@ -7,12 +7,14 @@ import copy
 import pytest
 import torch
 
+from rlpyt.algos.base import clip_grad_norm, make_optimizer
 from rlpyt.algos.pg.a2c import A2C
 from rlpyt.algos.pg.base import OptInfo
-from rlpyt.algos.pg.ppo import PPO, PpoOptInfo
+from rlpyt.algos.pg.ppo import PPO, PpoOptInfo, segment_valid_mean
 from rlpyt.distributions.categorical import Categorical, DistInfo
 from rlpyt.samplers.collections import AgentSamplesBsv, BatchSpec, EnvSamples, Samples
 from rlpyt.utils.collections import namedarraytuple
+from rlpyt.utils.tensor import valid_mean
 
 EnvInfo = namedarraytuple("EnvInfo", ["timeout"])
 AgentInfo = namedarraytuple("AgentInfo", ["dist_info", "value"])
@@ -329,6 +331,155 @@ def test_ppo_feedforward_minibatches_cover_every_step_once_per_epoch():
         assert sorted(ids.long().tolist()) == list(range(T * B))
 
 
+def plain_ppo_iteration(algo, agent, samples, ratio_clip):
+    """PPO written step by step: index [T, B] per minibatch, every diagnostic per step,
+    torch's clip_grad_norm_; returns {field: per-step values}."""
+    batch, _ = algo.make_batch(samples)
+    T, B = samples.env.reward.shape
+    params = list(agent.parameters())
+    optimizer = torch.optim.Adam(params, lr=algo.learning_rate, fused=True)
+    dist, rows = agent.distribution, []
+    for _ in range(algo.epochs):
+        for idxs in torch.randperm(T * B).tensor_split(algo.minibatches):
+            mb = batch[idxs % T, idxs // T]
+            dist_info, value = agent(*mb.agent_inputs)
+            log_ratio = dist.log_likelihood(mb.action, dist_info) - mb.old_log_likelihood
+            ratio = torch.exp(log_ratio)
+            clipped = torch.clamp(ratio, 1 - ratio_clip, 1 + ratio_clip)
+            pi_loss = -valid_mean(torch.min(ratio * mb.advantage, clipped * mb.advantage), mb.valid)
+            value_loss = algo.value_loss_coeff * valid_mean(0.5 * (value - mb.return_) ** 2, mb.valid)
+            entropy = dist.mean_entropy(dist_info, mb.valid)
+            entropy_loss = -algo.entropy_loss_coeff * entropy
+            loss = pi_loss + value_loss + entropy_loss
+            optimizer.zero_grad()
+            loss.backward()
+            grad_norm = torch.nn.utils.clip_grad_norm_(params, algo.clip_grad_norm)
+            optimizer.step()
+            with torch.no_grad():
+                rows.append(dict(
+                    loss=loss, piLoss=pi_loss, valueLoss=value_loss, entropyLoss=entropy_loss,
+                    entropy=entropy, gradNorm=grad_norm,
+                    perplexity=valid_mean(dist.perplexity(dist_info), mb.valid),
+                    approxKl=valid_mean(ratio - 1 - log_ratio, mb.valid),
+                    ratioClipFraction=valid_mean(((ratio - 1).abs() > ratio_clip).float(), mb.valid),
+                ))  # fmt: skip
+    return {name: [row[name].item() for row in rows] for name in rows[0]}
+
+
+@pytest.mark.parametrize("entropy_loss_coeff", [0.0, 0.01])
+@pytest.mark.parametrize("mid_batch_reset", [True, False])
+def test_ppo_equals_the_plain_stepwise_algorithm(entropy_loss_coeff, mid_batch_reset):
+    """Flattened minibatches, batched diagnostics, the skipped zero-weight entropy term and
+    the foreach grad clip change nothing: same parameters bit for bit, same diagnostics."""
+    T, B = 5, 3  # 15 steps in 4 minibatches: unequal sizes
+    done = torch.zeros(T, B, dtype=torch.bool)
+    done[1, 0] = done[3, 2] = True  # wait-reset: a valid mask with zeros
+    results = []
+    for run in range(2):
+        agent = LinearAgent()
+        samples = make_samples(agent, torch.randn(T, B, 4, generator=torch.Generator().manual_seed(3)),
+                               reward=torch.randn(T, B, generator=torch.Generator().manual_seed(4)),
+                               done=done)  # fmt: skip
+        algo = PPO(minibatches=4, epochs=3, learning_rate=0.01,
+                   entropy_loss_coeff=entropy_loss_coeff)  # fmt: skip
+        algo.initialize(agent, n_itr=10, batch_spec=BatchSpec(T, B),
+                        mid_batch_reset=mid_batch_reset)  # fmt: skip
+        torch.manual_seed(5)
+        if run == 0:
+            info = algo.optimize_agent(0, samples)._asdict()
+        else:
+            info = plain_ppo_iteration(algo, agent, samples, algo.ratio_clip)
+        results.append((info, [p.detach().clone() for p in agent.parameters()]))
+    (info, params), (expected, expected_params) = results
+    assert all(torch.equal(a, b) for a, b in zip(params, expected_params))
+    for name, values in expected.items():
+        assert info[name] == pytest.approx(values, rel=1e-5, abs=1e-7), name
+
+
+@pytest.mark.parametrize("entropy_loss_coeff", [0.0, 0.01])
+def test_a2c_equals_the_plain_algorithm(entropy_loss_coeff):
+    """A2C (RMSprop, so the multi-tensor update make_optimizer picks) matches the textbook
+    step with torch's per-parameter RMSprop and clip_grad_norm_, bit for bit."""
+    T, B = 5, 3
+    kwargs = dict(entropy_loss_coeff=entropy_loss_coeff, OptimCls=torch.optim.RMSprop,
+                  optim_kwargs=dict(alpha=0.99, eps=1e-5), learning_rate=0.01)  # fmt: skip
+    results = []
+    for run in range(2):
+        agent = LinearAgent()
+        samples = bandit_samples(agent, T, B, torch.Generator().manual_seed(13))
+        algo = A2C(**kwargs)
+        algo.initialize(agent, n_itr=10, batch_spec=BatchSpec(T, B), mid_batch_reset=True)
+        if run == 0:
+            info = [algo.optimize_agent(itr, samples) for itr in range(3)]
+        else:
+            params = list(agent.parameters())
+            optimizer = torch.optim.RMSprop(params, lr=0.01, alpha=0.99, eps=1e-5, foreach=False)
+            info = []
+            for _ in range(3):
+                return_, advantage, _ = algo.process_returns(samples)
+                dist_info, value = agent(samples.env.observation, None, None)
+                dist = agent.distribution
+                pi_loss = -(dist.log_likelihood(samples.agent.action, dist_info) * advantage).mean()
+                value_loss = algo.value_loss_coeff * (0.5 * (value - return_) ** 2).mean()
+                entropy = dist.mean_entropy(dist_info)
+                loss = pi_loss + value_loss - entropy_loss_coeff * entropy
+                optimizer.zero_grad()
+                loss.backward()
+                grad_norm = torch.nn.utils.clip_grad_norm_(params, algo.clip_grad_norm)
+                optimizer.step()
+                perplexity = dist.mean_perplexity(dist_info)
+                info.append(OptInfo([loss.item()], [grad_norm.item()], [entropy.item()],
+                                    [perplexity.item()]))  # fmt: skip
+        results.append((info, [p.detach().clone() for p in agent.parameters()]))
+    (info, params), (expected, expected_params) = results
+    assert all(torch.equal(a, b) for a, b in zip(params, expected_params))
+    for got, want in zip(info, expected):
+        for name in OptInfo._fields:
+            assert getattr(got, name) == pytest.approx(getattr(want, name), rel=1e-6), name
+
+
+def test_make_optimizer_picks_fused_or_foreach_unless_told():
+    params = [torch.nn.Parameter(torch.zeros(2))]
+    assert make_optimizer(torch.optim.Adam, params, 0.1).defaults["fused"] is True
+    assert make_optimizer(torch.optim.RMSprop, params, 0.1).defaults["foreach"] is True
+    assert make_optimizer(torch.optim.SGD, params, 0.1).defaults["foreach"] is True
+    chosen = make_optimizer(torch.optim.RMSprop, params, 0.1, dict(foreach=False))
+    assert chosen.defaults["foreach"] is False
+    assert not make_optimizer(torch.optim.Adam, params, 0.1, dict(foreach=True)).defaults["fused"]
+
+
+@pytest.mark.parametrize("max_norm", [0.5, 100.0, None])
+def test_clip_grad_norm_is_torchs_clip_bit_for_bit(max_norm):
+    g = torch.Generator().manual_seed(0)
+    shapes = [(64, 4), (64,), (2, 64), (2,), (1, 64)]
+    params = [torch.nn.Parameter(torch.zeros(s)) for s in shapes]
+    reference = [torch.nn.Parameter(torch.zeros(s)) for s in shapes]
+    for p, r in zip(params, reference):
+        p.grad = torch.randn(p.shape, generator=g)
+        r.grad = p.grad.clone()
+    params.append(torch.nn.Parameter(torch.zeros(3)))  # no gradient: skipped
+    norm = clip_grad_norm(params, max_norm)
+    expected = torch.nn.utils.clip_grad_norm_(reference, float("inf") if max_norm is None else max_norm)
+    assert torch.equal(norm, expected)
+    assert all(torch.equal(p.grad, r.grad) for p, r in zip(params, reference))
+
+
+def test_segment_valid_mean_matches_valid_mean_per_segment():
+    g = torch.Generator().manual_seed(0)
+    values = torch.randn(3, 15, generator=g)
+    valid = (torch.rand(15, generator=g) < 0.7).float()
+    valid[4:8] = 0  # one segment entirely invalid: mean 0, as valid_mean gives
+    for sizes in ([5, 5, 5], [4, 4, 4, 3]):
+        for mask in (None, valid):
+            means = segment_valid_mean(values, sizes, mask)
+            for k, mean in enumerate(means):
+                expected = [
+                    valid_mean(v, None if mask is None else m)
+                    for v, m in zip(values[k].split(sizes), valid.split(sizes))
+                ]
+                torch.testing.assert_close(mean, torch.stack(expected))
+
+
 def test_ppo_recurrent_minibatches_keep_sequences_whole():
     T, B, N, H = 4, 6, 1, 5
     agent = LstmAgent(hidden=H)
@@ -407,7 +558,8 @@ def test_ppo_clipped_objective_has_no_gradient_beyond_the_clip(ratio, advantage,
     agent.model.zero_grad()
     terms["piLoss"].backward()
     grad = torch.cat([p.grad.reshape(-1) for p in agent.parameters()])
-    assert terms["ratioClipFraction"].item() == (1.0 if abs(ratio - 1) > 0.2 else 0.0)
+    diagnostics = algo.step_diagnostics([terms], [batch.valid], ratio_clip=0.2)
+    assert diagnostics["ratioClipFraction"].tolist() == [1.0 if abs(ratio - 1) > 0.2 else 0.0]
     if clipped:
         assert torch.all(grad == 0)
         bound = 1.2 if ratio > 1 else 0.8

@@ -391,6 +391,45 @@ def test_dest_arguments_are_filled_and_returned():
     assert ret[:, 1].tolist() == [3.0, 2.0, 1.0]
 
 
+def stepwise_torch_gae(reward, value, done, bootstrap, discount, lam):
+    """GAE written as one torch recursion per step, every term inside the loop."""
+    advantage = torch.zeros_like(reward)
+    not_done = 1 - done.to(reward.dtype)
+    next_value, running = bootstrap, 0.0
+    for t in reversed(range(len(reward))):
+        delta = reward[t] + discount * not_done[t] * next_value - value[t]
+        running = delta + discount * lam * not_done[t] * running
+        advantage[t] = running
+        next_value = value[t]
+    return advantage
+
+
+@pytest.mark.parametrize("lam", [1.0, 0.8])
+def test_gae_on_cpu_tensors_is_bitwise_the_stepwise_recursion(lam):
+    """The vectorised TD errors and the numpy-view recursion change no float32 bit."""
+    g = torch.Generator().manual_seed(0)
+    reward, value = torch.randn(32, 8, generator=g), torch.randn(32, 8, generator=g)
+    done, bootstrap = torch.rand(32, 8, generator=g) < 0.1, torch.randn(8, generator=g)
+    advantage, return_ = generalized_advantage_estimation(reward, value, done, bootstrap, 0.98, lam)
+    expected = stepwise_torch_gae(reward, value, done, bootstrap, 0.98, lam)
+    assert torch.equal(advantage, expected)
+    assert torch.equal(return_, expected + value)
+    ret = discount_return(reward, done, bootstrap, 0.98)
+    assert torch.equal(ret, stepwise_torch_gae(reward, torch.zeros_like(value), done, bootstrap, 0.98, 1.0))
+
+
+def test_returns_keep_gradients_of_inputs_that_require_them():
+    """Inputs in an autograd graph take the torch loop (no numpy detour), so gradients flow."""
+    reward = torch.ones(3, 2, requires_grad=True)
+    done = torch.zeros(3, 2, dtype=torch.bool)
+    advantage, _ = generalized_advantage_estimation(
+        reward, torch.zeros(3, 2), done, torch.zeros(2), 0.5, 1.0
+    )
+    advantage.sum().backward()
+    assert reward.grad[:, 0].tolist() == [1.0, 1.5, 1.75]
+    torch.testing.assert_close(advantage.detach()[:, 0], torch.tensor([1.75, 1.5, 1.0]))
+
+
 def test_algos_utils_reexports_the_shared_math():
     for name in (
         "discount_return",

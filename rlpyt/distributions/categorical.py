@@ -31,9 +31,12 @@ class Categorical(DiscreteMixin, Distribution):
         prob = dist_info.prob
         if prob.shape[-1] != self.dim:
             raise ValueError(f"prob of shape {list(prob.shape)} must end in dim={self.dim}")
-        flat = prob.reshape(-1, self.dim)
-        sample = torch.multinomial(flat, num_samples=1).reshape(prob.shape[:-1])
-        return sample.to(self.dtype)
+        if prob.dim() == 2:  # [B, dim], as the sampler steps: no reshapes needed
+            sample = torch.multinomial(prob, num_samples=1).squeeze(-1)
+        else:
+            flat = prob.reshape(-1, self.dim)
+            sample = torch.multinomial(flat, num_samples=1).reshape(prob.shape[:-1])
+        return sample if sample.dtype == self.dtype else sample.to(self.dtype)
 
     def kl(self, old_dist_info: DistInfo, new_dist_info: DistInfo) -> torch.Tensor:
         p, q = old_dist_info.prob, new_dist_info.prob
@@ -41,7 +44,12 @@ class Categorical(DiscreteMixin, Distribution):
 
     def log_likelihood(self, x: torch.Tensor, dist_info: DistInfo) -> torch.Tensor:
         """log prob of action indexes ``x`` ``[...]``."""
-        return torch.log(select_at_indexes(x, dist_info.prob) + EPS)
+        prob = dist_info.prob
+        if x.shape != prob.shape[:-1]:  # gather would silently read a sub-block
+            select_at_indexes(x, prob)  # raises, naming both shapes
+        # One gather on the last dim (what select_at_indexes does, minus its generality):
+        # this runs once per gradient step.
+        return torch.log(prob.gather(-1, x.long().unsqueeze(-1)).squeeze(-1) + EPS)
 
     def likelihood_ratio(
         self, x: torch.Tensor, old_dist_info: DistInfo, new_dist_info: DistInfo

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from rlpyt.algos.pg.base import OptInfo, PolicyGradientAlgo
@@ -64,17 +66,17 @@ class A2C(PolicyGradientAlgo):
         """One gradient step on the batch; returns ``OptInfo`` of one-element lists."""
         self.update_obs_normalizer(samples)
         loss, pi_loss, value_loss, entropy_loss, entropy, perplexity = self.loss(samples)
-        self.check_finite(itr, pi_loss=pi_loss, value_loss=value_loss, entropy_loss=entropy_loss)
-        grad_norm = self.gradient_step(loss)
-        return OptInfo(
-            loss=[loss.item()],
-            gradNorm=[grad_norm],
-            entropy=[entropy.item()],
-            perplexity=[perplexity.item()],
-        )
+        if not math.isfinite(loss.item()):
+            self.check_finite(itr, pi_loss=pi_loss, value_loss=value_loss,
+                              entropy_loss=entropy_loss, loss=loss)
+        grad_norm = self.gradient_step(loss, as_tensor=True)
+        with torch.no_grad():  # one conversion for all diagnostics
+            values = torch.stack((loss, grad_norm, entropy, perplexity)).tolist()
+        return OptInfo(*([value] for value in values))
 
     def loss(self, samples):
-        """The A2C loss and its terms on the whole batch."""
+        """The A2C loss and its terms on the whole batch: ``(loss, pi_loss, value_loss,
+        entropy_loss, entropy, perplexity)``, the last two detached."""
         agent_inputs = self.agent_inputs(samples)
         return_, advantage, valid = self.to_agent_device(*self.process_returns(samples))
         action = samples.agent.action.to(self.agent.device)
@@ -87,9 +89,14 @@ class A2C(PolicyGradientAlgo):
 
         pi_loss = -valid_mean(dist.log_likelihood(action, dist_info) * advantage, valid)
         value_loss = self.value_loss_coeff * valid_mean(0.5 * (value - return_) ** 2, valid)
-        entropy = dist.mean_entropy(dist_info, valid)
+        # The entropy joins the graph only when it is weighted (its backward costs).
+        with torch.set_grad_enabled(self.entropy_loss_coeff != 0 and torch.is_grad_enabled()):
+            entropy_each = dist.entropy(dist_info)
+        entropy = valid_mean(entropy_each, valid)
         entropy_loss = -self.entropy_loss_coeff * entropy
-        loss = pi_loss + value_loss + entropy_loss
+        loss = pi_loss + value_loss
+        if self.entropy_loss_coeff != 0:
+            loss = loss + entropy_loss
 
-        perplexity = valid_mean(dist.perplexity(dist_info), valid).detach()
+        perplexity = valid_mean(torch.exp(entropy_each.detach()), valid)
         return loss, pi_loss, value_loss, entropy_loss, entropy.detach(), perplexity

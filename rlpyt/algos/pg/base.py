@@ -11,7 +11,7 @@ from collections import namedtuple
 import torch
 
 from rlpyt.agents.base import AgentInputs
-from rlpyt.algos.base import RlAlgorithm, make_optimizer
+from rlpyt.algos.base import RlAlgorithm, clip_grad_norm, make_optimizer
 from rlpyt.utils.buffer import buffer_method, buffer_to
 from rlpyt.utils.returns import (
     generalized_advantage_estimation,
@@ -74,8 +74,9 @@ class PolicyGradientAlgo(RlAlgorithm):
     def optim_initialize(self, rank: int = 0) -> None:
         """Optimizer over ``agent.parameters()`` (plus the LR schedule, if any)."""
         self.rank = rank
+        self._params = list(self.agent.parameters())  # walked once, not every step
         self.optimizer = make_optimizer(
-            self.OptimCls, self.agent.parameters(), self.learning_rate, self.optim_kwargs
+            self.OptimCls, self._params, self.learning_rate, self.optim_kwargs
         )
         self.lr_scheduler = self.make_lr_scheduler()
         if self.initial_optim_state_dict is not None:
@@ -205,10 +206,10 @@ class PolicyGradientAlgo(RlAlgorithm):
 
         ``as_tensor=True`` returns the norm as a tensor (no device sync per step).
         """
-        self.optimizer.zero_grad()
+        for param in self._params:  # optimizer.zero_grad(), minus its profiler context
+            param.grad = None
         loss.backward()
-        max_norm = float("inf") if self.clip_grad_norm is None else self.clip_grad_norm
-        grad_norm = torch.nn.utils.clip_grad_norm_(self.agent.parameters(), max_norm)
+        grad_norm = clip_grad_norm(self._params, self.clip_grad_norm)
         self.optimizer.step()
         self.update_counter += 1
         return grad_norm if as_tensor else float(grad_norm)

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import math
 from collections import namedtuple
 
 import torch
 
 from rlpyt.algos.pg.base import PolicyGradientAlgo, check_in_range, linear_decay
-from rlpyt.utils.buffer import buffer_to
+from rlpyt.utils.buffer import buffer_func, buffer_method, buffer_to
 from rlpyt.utils.collections import namedarraytuple
 from rlpyt.utils.quick_args import save__init__args
 from rlpyt.utils.tensor import valid_mean
 
-__all__ = ["PPO", "PpoBatch", "PpoOptInfo"]
+__all__ = ["PPO", "PpoBatch", "PpoOptInfo", "flatten_steps", "segment_valid_mean"]
 
 PpoOptInfo = namedtuple(
     "PpoOptInfo",
@@ -35,6 +36,43 @@ PpoBatch = namedarraytuple(
     "PpoBatch",
     ["agent_inputs", "action", "return_", "advantage", "valid", "old_log_likelihood", "old_value"],
 )
+
+
+def flatten_steps(batch):
+    """``[T, B, ...]`` leaves -> ``[B * T, ...]`` copies with step ``(t, b)`` at row
+    ``t + T * b`` (the numbering ``minibatch_indexes`` draws from)."""
+    return buffer_func(batch, lambda x: x.transpose(0, 1).reshape((-1,) + x.shape[2:]))
+
+
+def cat_buffers(buffers: list):
+    """Concatenate same-structured buffers (namedtuples of tensors, None) along dim 0."""
+    first = buffers[0]
+    if first is None:
+        return None
+    if isinstance(first, tuple):
+        return type(first)(*(cat_buffers(list(fields)) for fields in zip(*buffers)))
+    return torch.cat(buffers)
+
+
+def segment_valid_mean(
+    values: torch.Tensor, sizes: list[int], valid: torch.Tensor | None = None
+) -> tuple[torch.Tensor, ...]:
+    """Means of consecutive segments of ``values`` ``[K, sum(sizes)]``, each over the entries
+    where ``valid`` ``[sum(sizes)]`` is nonzero (all if None), as ``valid_mean`` takes them.
+
+    Returns K tensors of shape ``[len(sizes)]``.  One call replaces ``K * len(sizes)``
+    separate means (e.g. the diagnostics of every minibatch of an iteration).
+    """
+    n = len(sizes)
+    if valid is None and len(set(sizes)) == 1:
+        return values.reshape(values.shape[0], n, sizes[0]).mean(-1).unbind(0)
+    segment = torch.repeat_interleave(
+        torch.arange(n, device=values.device), torch.tensor(sizes, device=values.device)
+    )
+    weight = torch.ones_like(values[0]) if valid is None else valid.to(values.dtype)
+    sums = values.new_zeros(values.shape[0], n).index_add_(1, segment, values * weight)
+    counts = values.new_zeros(n).index_add_(0, segment, weight)
+    return (sums / counts.clamp(min=1)).unbind(0)
 
 
 class PPO(PolicyGradientAlgo):
@@ -169,42 +207,32 @@ class PPO(PolicyGradientAlgo):
         ratio_clip = self.current_ratio_clip
         learning_rate = self.optimizer.param_groups[0]["lr"]
         T, B = samples.env.reward.shape[:2]
-        step_terms, names = [], ()  # per gradient step: loss terms and grad norm, as tensors
+        if init_rnn_state is None:
+            batch = flatten_steps(batch)  # row t + T * b: a minibatch is one gather per field
+        steps = []  # per gradient step: (loss terms, valid, grad norm), read after the epochs
         for _epoch in range(self.epochs):
             for idxs in self.minibatch_indexes(T, B):
                 if init_rnn_state is None:
-                    minibatch, rnn_state = batch[idxs % T, idxs // T], None
+                    minibatch, rnn_state = batch[idxs], None
                 else:
                     minibatch = batch[:, idxs]
                     rnn_state = self.rnn_state_for_model(init_rnn_state[idxs])
                 terms = self.loss(minibatch, rnn_state, ratio_clip)
-                if not bool(torch.isfinite(terms["loss"])):
+                if not math.isfinite(terms["loss"].item()):
                     self.check_finite(itr, pi_loss=terms["piLoss"], value_loss=terms["valueLoss"],
-                                      entropy_loss=terms["entropyLoss"], loss=terms["loss"])
-                if self.target_kl is not None and terms["approxKl"].item() > self.target_kl:
+                                      loss=terms["loss"])
+                if self.target_kl is not None and self.kl_exceeded(terms, minibatch.valid):
                     break  # the policy moved far enough on this batch
-                terms["gradNorm"] = self.gradient_step(terms["loss"], as_tensor=True)
-                names = tuple(terms)
-                step_terms.append(torch.stack([v.detach().reshape(()) for v in terms.values()]))
+                grad_norm = self.gradient_step(terms["loss"], as_tensor=True)
+                steps.append((terms, minibatch.valid, grad_norm))
             else:
                 continue
             break
-        return self.finish(self.make_opt_info(names, step_terms, ratio_clip, learning_rate))
-
-    @staticmethod
-    def make_opt_info(names, step_terms, ratio_clip, learning_rate) -> PpoOptInfo:
-        """One ``PpoOptInfo`` of lists from the per-step tensors (a single conversion)."""
-        opt_info = PpoOptInfo(*([] for _ in PpoOptInfo._fields))
-        if step_terms:
-            columns = torch.stack(step_terms).T.tolist()
-            for name, values in zip(names, columns):
-                getattr(opt_info, name).extend(values)
-        opt_info.ratioClip.extend([ratio_clip] * len(step_terms))
-        opt_info.learningRate.extend([learning_rate] * len(step_terms))
-        return opt_info
+        return self.finish(self.make_opt_info(steps, ratio_clip, learning_rate))
 
     def loss(self, batch: PpoBatch, init_rnn_state, ratio_clip: float) -> dict:
-        """The PPO loss and its terms on one minibatch."""
+        """The PPO loss on one minibatch: ``loss``, ``piLoss``, ``valueLoss`` (tensors in
+        the graph), and ``logRatio`` and ``distInfo`` (detached) for ``step_diagnostics``."""
         if init_rnn_state is None:
             dist_info, value = self.agent(*batch.agent_inputs)
         else:
@@ -225,24 +253,81 @@ class PPO(PolicyGradientAlgo):
             value_error = torch.max(value_error, (clipped_value - batch.return_) ** 2)
         value_loss = self.value_loss_coeff * valid_mean(0.5 * value_error, valid)
 
-        entropy = dist.mean_entropy(dist_info, valid)
-        entropy_loss = -self.entropy_loss_coeff * entropy
-        loss = pi_loss + value_loss + entropy_loss
-
-        with torch.no_grad():  # diagnostics; approxKl is the k3 estimator of KL(old || new)
-            approx_kl = valid_mean(ratio - 1 - log_ratio, valid)
-            clip_fraction = valid_mean(((ratio - 1).abs() > ratio_clip).float(), valid)
-            perplexity = valid_mean(dist.perplexity(dist_info), valid)
+        loss = pi_loss + value_loss
+        if self.entropy_loss_coeff != 0:  # a zero-weighted term would only add backward work
+            loss = loss + (-self.entropy_loss_coeff) * dist.mean_entropy(dist_info, valid)
         return dict(
             loss=loss,
             piLoss=pi_loss,
             valueLoss=value_loss,
-            entropyLoss=entropy_loss,
-            entropy=entropy,
-            perplexity=perplexity,
+            logRatio=log_ratio.detach(),
+            distInfo=buffer_method(dist_info, "detach"),
+        )
+
+    def kl_exceeded(self, terms: dict, valid) -> bool:
+        """Whether this minibatch's approxKl (as ``step_diagnostics``) exceeds ``target_kl``."""
+        log_ratio = terms["logRatio"]
+        return valid_mean(torch.exp(log_ratio) - 1 - log_ratio, valid).item() > self.target_kl
+
+    def step_diagnostics(self, terms_list: list, valids: list, ratio_clip: float) -> dict:
+        """Per-step diagnostics from the detached outputs of ``loss``, computed for all
+        gradient steps of an iteration at once (a handful of ops instead of dozens per step).
+
+        Returns a dict of ``[n_steps]`` tensors: ``approxKl`` (the k3 estimator of
+        KL(old || new): mean of ``ratio - 1 - log(ratio)``), ``ratioClipFraction`` (share
+        of ``|ratio - 1| > ratio_clip``), ``entropy``, ``entropyLoss`` and ``perplexity``
+        (mean of ``exp(entropy)``), each a mean over the valid entries of its minibatch.
+        """
+        log_ratios = [terms["logRatio"] for terms in terms_list]
+        dist_infos = [terms["distInfo"] for terms in terms_list]
+        lead_ndim = log_ratios[0].dim()
+        if lead_ndim != 1:  # recurrent minibatches [T, B_mb]: flatten the leading dims
+            log_ratios = [x.reshape(-1) for x in log_ratios]
+            dist_infos = [
+                buffer_func(d, lambda x: x.reshape((-1,) + x.shape[lead_ndim:]))
+                for d in dist_infos
+            ]
+        log_ratio, dist_info = torch.cat(log_ratios), cat_buffers(dist_infos)
+        ratio = torch.exp(log_ratio)
+        entropy = self.agent.distribution.entropy(dist_info)
+        per_entry = torch.stack((
+            ratio - 1 - log_ratio,
+            ((ratio - 1).abs() > ratio_clip).float(),
+            entropy,
+            torch.exp(entropy),
+        ))
+        sizes = [x.numel() for x in log_ratios]
+        valid = None if valids[0] is None else torch.cat([v.reshape(-1) for v in valids])
+        approx_kl, clip_fraction, entropy, perplexity = segment_valid_mean(per_entry, sizes, valid)
+        return dict(
             approxKl=approx_kl,
             ratioClipFraction=clip_fraction,
+            entropy=entropy,
+            entropyLoss=-self.entropy_loss_coeff * entropy,
+            perplexity=perplexity,
         )
+
+    def make_opt_info(self, steps: list, ratio_clip: float, learning_rate: float) -> PpoOptInfo:
+        """One ``PpoOptInfo`` of lists from the per-step tensors (a single conversion)."""
+        opt_info = PpoOptInfo(*([] for _ in PpoOptInfo._fields))
+        if not steps:
+            return opt_info
+        terms_list, valids, grad_norms = zip(*steps)
+        with torch.no_grad():
+            columns = dict(
+                loss=torch.stack([terms["loss"] for terms in terms_list]),
+                piLoss=torch.stack([terms["piLoss"] for terms in terms_list]),
+                valueLoss=torch.stack([terms["valueLoss"] for terms in terms_list]),
+                gradNorm=torch.stack(grad_norms),
+                **self.step_diagnostics(terms_list, valids, ratio_clip),
+            )
+            names = list(columns)
+            values = torch.stack([columns[name].float() for name in names]).tolist()
+        for name, column in zip(names, values):
+            getattr(opt_info, name).extend(column)
+        opt_info.ratioClip.extend([ratio_clip] * len(steps))
+        opt_info.learningRate.extend([learning_rate] * len(steps))
+        return opt_info
 
     def make_batch(self, samples):
         """The batch on the agent's device, and the stored initial rnn state ``[B, N, H]``."""
