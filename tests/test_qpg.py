@@ -16,7 +16,12 @@ from rlpyt.agents.qpg.base import TwinQ, frozen_parameters
 from rlpyt.agents.qpg.ddpg_agent import DdpgAgent
 from rlpyt.agents.qpg.sac_agent import SacAgent
 from rlpyt.agents.qpg.td3_agent import Td3Agent
-from rlpyt.algos.qpg.base import Diagnostics, clip_grad_norms, weighted_mean
+from rlpyt.algos.qpg.base import (
+    Diagnostics,
+    clip_grad_norms,
+    joint_fused_adam_step,
+    weighted_mean,
+)
 from rlpyt.algos.qpg.ddpg import DDPG
 from rlpyt.algos.qpg.sac import SAC
 from rlpyt.algos.qpg.targets import (
@@ -30,6 +35,7 @@ from rlpyt.distributions.gaussian import DistInfoStd, Gaussian
 from rlpyt.envs.base import EnvSpaces
 from rlpyt.models.qpg.ensemble import EnsembleMlp
 from rlpyt.models.qpg.mlp import (
+    DenseMlp,
     MuMlpModel,
     PiMlpModel,
     QofMuMlpModel,
@@ -344,6 +350,85 @@ def test_ensemble_members_equal_separate_mlps():
         torch.testing.assert_close(out[i], mlp(x))
 
 
+@pytest.mark.parametrize("hidden", [[7, 6], None])
+def test_dense_mlp_equals_mlp_model_in_values_gradients_and_init(hidden):
+    from rlpyt.models.mlp import MlpModel
+
+    torch.manual_seed(3)
+    mlp = MlpModel(5, hidden, 2)
+    torch.manual_seed(3)
+    dense = DenseMlp(5, hidden, 2)  # the same seed draws the same (transposed) weights
+    linears = [m for m in mlp.model if isinstance(m, torch.nn.Linear)]
+    assert len(linears) == dense.n_layers
+    for k, linear in enumerate(linears):
+        assert torch.equal(getattr(dense, f"weight{k}"), linear.weight.t())
+        assert torch.equal(getattr(dense, f"bias{k}"), linear.bias)
+    x = torch.randn(11, 5, requires_grad=True)
+    x2 = x.detach().clone().requires_grad_()
+    (mlp(x) ** 2).sum().backward()
+    (dense(x2) ** 2).sum().backward()
+    torch.testing.assert_close(x.grad, x2.grad)
+    for k, linear in enumerate(linears):
+        torch.testing.assert_close(getattr(dense, f"weight{k}").grad, linear.weight.grad.t())
+        torch.testing.assert_close(getattr(dense, f"bias{k}").grad, linear.bias.grad)
+    other = DenseMlp(5, hidden, 2)
+    other.load_mlp_state_dict(mlp.state_dict())
+    torch.testing.assert_close(other(x), mlp(x))
+
+
+def test_dense_mlp_follows_device_moves_and_deepcopy():
+    dense = DenseMlp(3, [4], 1)
+    dense(torch.randn(2, 3))  # fills the cached layer list
+    clone = copy.deepcopy(dense)
+    with torch.no_grad():
+        clone.weight0.add_(1.0)
+    x = torch.randn(2, 3)
+    assert not torch.equal(clone(x), dense(x))
+    dense.double()  # _apply may replace the parameters: the cache must follow
+    assert dense(x.double()).dtype == torch.float64
+
+
+def _adam_pair(fused_kwargs: dict, **kwargs):
+    torch.manual_seed(0)
+    params = [torch.nn.Parameter(torch.randn(4, 3)), torch.nn.Parameter(torch.randn(3)),
+              torch.nn.Parameter(torch.randn(()))]
+    groups = [params[:2], params[2:]]
+    return params, [torch.optim.Adam(g, lr=1e-2, **fused_kwargs, **kwargs) for g in groups]
+
+
+@pytest.mark.parametrize("kwargs", [{}, dict(weight_decay=0.1, amsgrad=True)])
+def test_joint_fused_adam_step_is_bit_identical_to_separate_steps(kwargs):
+    params, joint = _adam_pair(dict(fused=True), **kwargs)
+    ref_params, separate = _adam_pair(dict(fused=True), **kwargs)
+    taken = []
+    for step in range(4):
+        grads = [torch.randn_like(p) for p in params]
+        for p, q, g in zip(params, ref_params, grads):
+            p.grad, q.grad = g.clone(), g.clone()
+        taken.append(joint_fused_adam_step(joint))
+        if not taken[-1]:
+            for opt in joint:
+                opt.step()
+        for opt in separate:
+            opt.step()
+        for p, q in zip(params, ref_params):
+            assert torch.equal(p, q), step
+    assert taken == [False, True, True, True]  # the first step creates the state
+    for a, b in zip(joint, separate):
+        assert torch.equal(a.state_dict()["state"][0]["step"], b.state_dict()["state"][0]["step"])
+
+
+def test_joint_fused_adam_step_declines_mixed_or_unfused_optimizers():
+    params, (a, b) = _adam_pair(dict(fused=True))
+    for p in params:
+        p.grad = torch.ones_like(p)
+    a.step(), b.step()
+    b.param_groups[0]["lr"] = 0.5
+    assert not joint_fused_adam_step([a, b])
+    _, unfused = _adam_pair(dict(foreach=True))
+    assert not joint_fused_adam_step(unfused)
+
+
 def test_frozen_parameters_block_weight_gradients_only():
     q = QofMuMlpModel((OBS_DIM,), [8], 1)
     a = torch.randn(4, 1, requires_grad=True)
@@ -440,6 +525,16 @@ def test_sac_agent_accepts_single_critic_class_and_policy_only_state_dict():
     assert q1.shape == q2.shape == (4,)
     for a, b in zip(agent.model.parameters(), source.model.parameters()):
         assert torch.equal(a, b)
+
+
+def test_td3_initial_q2_state_dict_needs_single_critic_class():
+    q2_state = QofMuMlpModel((OBS_DIM,), SMALL["hidden_sizes"], 1).state_dict()
+    agent = make_agent(Td3Agent, QModelCls=QofMuMlpModel, initial_q2_model_state_dict=q2_state)
+    for name, value in q2_state.items():
+        assert torch.equal(agent.q_model.q2.state_dict()[name], value)
+        assert torch.equal(agent.target_q_model.q2.state_dict()[name], value)
+    with pytest.raises(ValueError, match="single-critic QModelCls"):
+        make_agent(Td3Agent, initial_q2_model_state_dict=q2_state)
 
 
 @pytest.mark.parametrize("Agent", [DdpgAgent, Td3Agent, SacAgent])

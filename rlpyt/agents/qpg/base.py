@@ -30,10 +30,11 @@ __all__ = ["QpgAgent", "TwinQ", "frozen_parameters"]
 
 
 @contextlib.contextmanager
-def frozen_parameters(module: torch.nn.Module):
-    """Within the block, ``module``'s parameters take no gradient (autograd skips their
-    weight-gradient work entirely); their previous ``requires_grad`` is restored after."""
-    params = list(module.parameters())
+def frozen_parameters(module: torch.nn.Module | list[torch.Tensor]):
+    """Within the block, ``module``'s parameters (or the given list of parameters) take
+    no gradient (autograd skips their weight-gradient work entirely); their previous
+    ``requires_grad`` is restored after."""
+    params = list(module.parameters()) if isinstance(module, torch.nn.Module) else module
     previous = [p.requires_grad for p in params]
     for p in params:
         p.requires_grad_(False)
@@ -57,7 +58,7 @@ class TwinQ(torch.nn.Module):
     """Two separate critic modules called as one: ``forward(...) -> (q1(...), q2(...))``.
 
     Used when an agent is given a single-critic ``QModelCls`` (e.g. ``QofMuMlpModel``)
-    where it needs twin critics; the fused ``TwinQofMuMlpModel`` is faster.
+    where it needs twin critics; ``TwinQofMuMlpModel`` (both in one module) is faster.
     """
 
     def __init__(self, q1: torch.nn.Module, q2: torch.nn.Module):
@@ -131,6 +132,7 @@ class QpgAgent(BaseAgent):
         self._pretraining = False
         self._target_pairs = None  # cached tensors of the soft target update
         self._mode_modules = None  # cached submodules whose train/eval flag modes set
+        self._q_params = None  # cached critic parameters that q_for_policy freezes
 
     def default_q_model_cls(self):
         raise NotImplementedError
@@ -151,6 +153,7 @@ class QpgAgent(BaseAgent):
         self._action_scale = torch.as_tensor((high - low) / 2, dtype=torch.float32)
         self._action_bias = torch.as_tensor((high + low) / 2, dtype=torch.float32)
         self.q_model = self.make_q_model()
+        self._target_pairs = self._mode_modules = self._q_params = None
         self.target_q_model = copy.deepcopy(self.q_model)
         if self.has_target_model:
             self.target_model = self.ModelCls(**self.env_model_kwargs, **self.model_kwargs)
@@ -205,8 +208,10 @@ class QpgAgent(BaseAgent):
         for the critic's own loss.
         """
         q_model = unwrap_ddp(self.q_model)
+        if self._q_params is None:  # cached: listing parameters costs more than freezing
+            self._q_params = list(q_model.parameters())
         inputs = self._on_device(observation, prev_action, prev_reward, action)
-        with frozen_parameters(q_model):
+        with frozen_parameters(self._q_params):
             return q_model(*inputs)
 
     def target_q(self, observation, prev_action, prev_reward, action):
@@ -289,7 +294,7 @@ class QpgAgent(BaseAgent):
         super().to_device(cuda_idx)
         if cuda_idx is None:
             return
-        self._target_pairs = self._mode_modules = None
+        self._target_pairs = self._mode_modules = self._q_params = None
         for module in [*self.trained_modules().values(), *self.target_modules().values()]:
             module.to(self.device)
         self._action_scale = self._action_scale.to(self.device)
@@ -305,7 +310,7 @@ class QpgAgent(BaseAgent):
         for name, module in self.trained_modules().items():
             if not isinstance(module, DDP):
                 setattr(self, name, DDP(module, **kwargs))
-        self._mode_modules = None
+        self._mode_modules = self._q_params = None
         return ids
 
     def train_mode(self, itr):

@@ -36,7 +36,7 @@ class SacAgent(QpgAgent):
 
     Args:
         ModelCls: policy class (default ``PiMlpModel``).
-        QModelCls: critic class (default: the fused ``TwinQofMuMlpModel``; a
+        QModelCls: critic class (default: ``TwinQofMuMlpModel``, both critics in one module; a
             single-critic class such as ``QofMuMlpModel`` is instantiated twice).
         model_kwargs: policy keywords (default ``hidden_sizes=[256, 256]``).
         q_model_kwargs: critic keywords (default ``hidden_sizes=[256, 256]``).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from rlpyt.agents.qpg.base import TwinQ
 from rlpyt.agents.qpg.ddpg_agent import DdpgAgent, _check_std
 from rlpyt.distributions.gaussian import DistInfo, Gaussian
 
@@ -27,7 +28,7 @@ class Td3Agent(DdpgAgent):
             second critic when ``QModelCls`` is a single-critic class (default None).
         ModelCls, QModelCls, model_kwargs, q_model_kwargs, initial_model_state_dict,
         initial_q_model_state_dict, action_std=0.1, action_noise_clip=None: as
-            ``DdpgAgent``, except that ``QModelCls`` defaults to the fused
+            ``DdpgAgent``, except that ``QModelCls`` defaults to
             ``TwinQofMuMlpModel`` (a single-critic class such as ``QofMuMlpModel`` is
             instantiated twice).
     """
@@ -67,14 +68,13 @@ class Td3Agent(DdpgAgent):
         super().load_initial_state_dicts()
         if self.initial_q2_model_state_dict is None:
             return
-        q2 = getattr(self.q_model, "q2", None)
-        if q2 is None:
+        if not isinstance(self.q_model, TwinQ):  # a twin module's q2 is not a critic
             raise ValueError(
                 "Td3Agent: initial_q2_model_state_dict needs a single-critic QModelCls "
-                "(e.g. QofMuMlpModel, built twice); the fused TwinQofMuMlpModel holds both "
+                "(e.g. QofMuMlpModel, built twice); TwinQofMuMlpModel holds both "
                 "critics, so pass both in initial_q_model_state_dict"
             )
-        q2.load_state_dict(self.initial_q2_model_state_dict)
+        self.q_model.q2.load_state_dict(self.initial_q2_model_state_dict)
         self.target_q_model.load_state_dict(self.q_model.state_dict())
 
     @torch.no_grad()

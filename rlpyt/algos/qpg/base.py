@@ -59,14 +59,94 @@ def clip_grad_norms(
                 owners.append(i)
     if not grads:
         return [torch.zeros(()) for _ in groups]
-    device = grads[0].device
-    owner = torch.tensor(owners, device=device)
+    owner = _owner_index(tuple(owners), grads[0].device)
     squares = torch.stack(torch._foreach_norm(grads)).square()
     norms = squares.new_zeros(len(groups)).index_add_(0, owner, squares).sqrt()
     if max_norm is not None:
         scale = (max_norm / (norms + 1e-6)).clamp(max=1.0)
         torch._foreach_mul_(grads, list(scale[owner].unbind()))
     return list(norms.unbind())
+
+
+_ADAM_KEYS = ("lr", "betas", "eps", "weight_decay", "amsgrad", "maximize",
+              "decoupled_weight_decay")
+
+
+def joint_fused_adam_step(optimizers: list[torch.optim.Optimizer]) -> bool:
+    """Step several fused Adam (or AdamW) optimizers with one fused kernel call.
+
+    ``Optimizer.step`` spends far longer in Python (hooks, state look-ups, grouping
+    tensors by device) than the fused kernel takes for these small networks, and SAC
+    steps three optimizers per update.  The kernel updates each tensor independently,
+    so one call over all the optimizers' tensors gives bit-identical results to one
+    ``step()`` per optimizer.  Returns False, having done nothing, unless every
+    optimizer is a plain fused ``Adam``/``AdamW`` with the same hyperparameters, no step
+    hooks and no gradient scaler, and every parameter has a gradient and initialised
+    state on the same device and dtype (so the first step, which creates the state,
+    goes through ``step()``); the caller then steps them one by one.
+    """
+    first = optimizers[0]
+    cls = type(first)
+    if cls not in _FUSABLE or _global_step_hooks():
+        return False
+    reference = first.param_groups[0]
+    scalars = (reference["lr"], reference["eps"], reference["weight_decay"], *reference["betas"])
+    if any(isinstance(value, torch.Tensor) for value in scalars):
+        return False  # tensor hyperparameters take Adam's own code paths
+    params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps = [], [], [], [], [], []
+    for optimizer in optimizers:
+        if (type(optimizer) is not cls or optimizer._optimizer_step_pre_hooks
+                or optimizer._optimizer_step_post_hooks
+                or getattr(optimizer, "grad_scale", None) is not None
+                or getattr(optimizer, "found_inf", None) is not None):
+            return False
+        for group in optimizer.param_groups:
+            if not (group["fused"] and not group["capturable"] and not group["differentiable"]
+                    and all(group[key] == reference[key] for key in _ADAM_KEYS)):
+                return False
+            for p in group["params"]:
+                state = optimizer.state.get(p)
+                if p.grad is None or not state:
+                    return False
+                params.append(p)
+                grads.append(p.grad)
+                exp_avgs.append(state["exp_avg"])
+                exp_avg_sqs.append(state["exp_avg_sq"])
+                if reference["amsgrad"]:
+                    max_exp_avg_sqs.append(state["max_exp_avg_sq"])
+                steps.append(state["step"])
+    if not params:
+        return False
+    device, dtype = params[0].device, params[0].dtype
+    if any(p.device != device or p.dtype != dtype or p.grad.dtype != dtype for p in params):
+        return False
+    beta1, beta2 = reference["betas"]
+    torch._foreach_add_(steps, 1)
+    kernel = torch._fused_adamw_ if reference["decoupled_weight_decay"] else torch._fused_adam_
+    kernel(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps,
+           amsgrad=reference["amsgrad"], lr=reference["lr"], beta1=beta1, beta2=beta2,
+           weight_decay=reference["weight_decay"], eps=reference["eps"],
+           maximize=reference["maximize"], grad_scale=None, found_inf=None)
+    return True
+
+
+def _global_step_hooks() -> bool:
+    from torch.optim import optimizer as optimizer_module
+
+    return bool(optimizer_module._global_optimizer_pre_hooks
+                or optimizer_module._global_optimizer_post_hooks)
+
+
+_OWNER_INDEX: dict[tuple, torch.Tensor] = {}
+
+
+def _owner_index(owners: tuple[int, ...], device: torch.device) -> torch.Tensor:
+    """``owners`` as an index tensor, built once per layout (a tensor creation per
+    update costs more than the norms it indexes)."""
+    key = (owners, device)
+    if key not in _OWNER_INDEX:
+        _OWNER_INDEX[key] = torch.tensor(owners, device=device)
+    return _OWNER_INDEX[key]
 
 
 # ---- argument checks ---------------------------------------------------------------------
@@ -304,8 +384,10 @@ class QpgAlgo(RlAlgorithm):
                 p.grad = None  # as zero_grad(set_to_none=True), without its per-call overhead
         loss.backward()
         grad_norms = clip_grad_norms(groups, self.clip_grad_norm)
-        for name in names:
-            self.optimizers[name].step()
+        optimizers = [self.optimizers[name] for name in names]
+        if not joint_fused_adam_step(optimizers):
+            for optimizer in optimizers:
+                optimizer.step()
         return grad_norms
 
     def optim_state_dict(self) -> dict:
@@ -339,9 +421,10 @@ class QpgAlgo(RlAlgorithm):
         first_update = self.update_counter
         learn_itr = itr if sampler_itr is None else sampler_itr
         if learn_itr >= self.min_itr_learn:
+            # The replay hands out CPU tensors: moving them to a CPU agent is a no-op walk.
+            device = None if self.agent.device.type == "cpu" else self.agent.device
             for _ in range(self.updates_this_itr()):
-                batch = buffer_to(self.replay_buffer.sample_batch(self.batch_size),
-                                  self.agent.device)
+                batch = buffer_to(self.replay_buffer.sample_batch(self.batch_size), device)
                 self.update_counter += 1
                 self.train_step(batch, diagnostics)
         return diagnostics.opt_info(self.OptInfoCls, type(self).__name__, first_update)

@@ -15,20 +15,27 @@ units: each dimension in ``[-1, 1]``; agents scale them to the env's bounds.
 | ``VMlpModel`` | ``v`` ``[..]``: V(observation) |
 
 Hidden layers default to ``(256, 256)`` with ReLU and PyTorch's default
-initialisation (the SAC and TD3 reference setups).
+initialisation (the SAC and TD3 reference setups).  The layers are ``DenseMlp``s,
+which store each weight input-major (``[in, out]``): the same function as
+``MlpModel``, but every matrix product of the forward and backward pass runs in the
+CPU BLAS's fast layout (measured on CPU: the input layer's weight-gradient product
+6x faster, a 256-wide layer's forward and backward about 7% faster).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
 
-from rlpyt.models.mlp import MlpModel
+from rlpyt.models.mlp import _as_size_list
 from rlpyt.models.qpg.ensemble import EnsembleMlp
 from rlpyt.utils.tensor import infer_leading_dims, restore_leading_dims
 
-__all__ = ["MuMlpModel", "PiMlpModel", "QofMuMlpModel", "TwinQofMuMlpModel", "VMlpModel"]
+__all__ = [
+    "DenseMlp", "MuMlpModel", "PiMlpModel", "QofMuMlpModel", "TwinQofMuMlpModel", "VMlpModel",
+]
 
 DEFAULT_HIDDEN = (256, 256)
 
@@ -62,6 +69,72 @@ class _ObservationMlp(torch.nn.Module):
         return observation.reshape(T * B, self._obs_size), lead_dim, T, B
 
 
+class DenseMlp(torch.nn.Module):
+    """ReLU MLP ``[N, input_size] -> [N, output_size]`` with input-major weights.
+
+    Computes exactly what ``MlpModel(input_size, hidden_sizes, output_size)`` computes
+    (``relu`` after every hidden layer, none after the output layer), with layer ``k``'s
+    weight stored transposed as ``weight{k}`` of shape ``[in, out]`` so that the
+    forward product is ``addmm(bias, x, weight)`` and the backward products need no
+    transposed operand that the BLAS handles slowly.  The ReLU runs in place on the
+    product (the product's backward does not need its output).  Initialisation draws
+    the same numbers as ``torch.nn.Linear`` (so a seed gives the ``MlpModel``
+    weights, transposed).  ``load_mlp_state_dict`` loads an ``MlpModel`` state dict.
+
+    Args:
+        input_size: input width.
+        hidden_sizes: hidden layer widths (None or ``[]`` for a single linear layer).
+        output_size: output width.
+    """
+
+    def __init__(
+        self, input_size: int, hidden_sizes: int | Sequence[int] | None, output_size: int
+    ):
+        super().__init__()
+        sizes = [input_size, *_as_size_list(hidden_sizes, "hidden_sizes"), output_size]
+        self.n_layers = len(sizes) - 1
+        for k, (size_in, size_out) in enumerate(zip(sizes, sizes[1:])):
+            weight, bias = _linear_init(size_in, size_out)
+            self.register_parameter(f"weight{k}", torch.nn.Parameter(weight.t().contiguous()))
+            self.register_parameter(f"bias{k}", torch.nn.Parameter(bias))
+        self._layers = None  # cached (weight, bias) pairs: no module lookups per call
+
+    def layers(self) -> list[tuple[torch.nn.Parameter, torch.nn.Parameter]]:
+        if self._layers is None:
+            self._layers = [
+                (getattr(self, f"weight{k}"), getattr(self, f"bias{k}"))
+                for k in range(self.n_layers)
+            ]
+        return self._layers
+
+    def _apply(self, fn, recurse=True):
+        self._layers = None  # .to(device) may replace the parameters
+        return super()._apply(fn, recurse)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        *hidden, (weight, bias) = self.layers()
+        for w, b in hidden:
+            x = torch.addmm(b, x, w).relu_()
+        return torch.addmm(bias, x, weight)
+
+    @torch.no_grad()
+    def load_mlp_state_dict(self, state_dict: dict[str, torch.Tensor]) -> None:
+        """Copy the weights of an equivalent ``MlpModel`` (keys ``model.0.weight``,
+        ``model.0.bias``, ``model.2.weight``, ...)."""
+        for k, (weight, bias) in enumerate(self.layers()):
+            weight.copy_(state_dict[f"model.{2 * k}.weight"].t())
+            bias.copy_(state_dict[f"model.{2 * k}.bias"])
+
+
+def _linear_init(size_in: int, size_out: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``torch.nn.Linear``'s initial ``[out, in]`` weight and bias, drawn in its order."""
+    weight = torch.empty(size_out, size_in)
+    torch.nn.init.kaiming_uniform_(weight, a=math.sqrt(5))
+    bound = 1 / math.sqrt(size_in)
+    bias = torch.empty(size_out).uniform_(-bound, bound)
+    return weight, bias
+
+
 class MuMlpModel(_ObservationMlp):
     """Deterministic policy ``mu(s) = output_max * tanh(MLP(s))`` (DDPG, TD3).
 
@@ -84,7 +157,7 @@ class MuMlpModel(_ObservationMlp):
         if not output_max > 0:
             raise ValueError(f"MuMlpModel: output_max={output_max!r} must be positive")
         self.output_max = float(output_max)
-        self.mlp = MlpModel(self._obs_size, hidden_sizes, action_size)
+        self.mlp = DenseMlp(self._obs_size, hidden_sizes, action_size)
 
     def forward(self, observation, prev_action=None, prev_reward=None) -> torch.Tensor:
         x, lead_dim, T, B = self._flatten(observation)
@@ -111,7 +184,7 @@ class PiMlpModel(_ObservationMlp):
     ):
         super().__init__(observation_shape)
         self.action_size = _check_action_size("PiMlpModel", action_size)
-        self.mlp = MlpModel(self._obs_size, hidden_sizes, 2 * self.action_size)
+        self.mlp = DenseMlp(self._obs_size, hidden_sizes, 2 * self.action_size)
 
     def forward(self, observation, prev_action=None, prev_reward=None):
         x, lead_dim, T, B = self._flatten(observation)
@@ -136,7 +209,7 @@ class QofMuMlpModel(_ObservationMlp):
     ):
         super().__init__(observation_shape)
         action_size = _check_action_size("QofMuMlpModel", action_size)
-        self.mlp = MlpModel(self._obs_size + action_size, hidden_sizes, 1)
+        self.mlp = DenseMlp(self._obs_size + action_size, hidden_sizes, 1)
 
     def forward(self, observation, prev_action, prev_reward, action) -> torch.Tensor:
         x, lead_dim, T, B = self._flatten(observation)
@@ -153,10 +226,10 @@ class TwinQofMuMlpModel(_ObservationMlp):
 
     Two layouts compute the same function:
 
-    * ``fused=False`` (default): two plain MLPs, one after the other.  Fastest on CPU,
-      where a 256-wide layer is one efficient matrix product per critic and the batched
-      kernels are slower (measured: forward and backward of the pair about 15% faster
-      than ``fused=True`` at batch 256, width 256).
+    * ``fused=False`` (default): two ``DenseMlp``s, one after the other.  Fastest on
+      CPU, where a 256-wide layer is one efficient matrix product per critic and the
+      batched kernels are slower (measured: a whole SAC update at batch 256, width 256
+      about 20% slower with ``fused=True``).
     * ``fused=True``: stacked weights evaluated as one batched matrix product per layer
       (``rlpyt.models.qpg.ensemble``), half the kernel launches and autograd nodes; for
       GPUs, where launches rather than arithmetic bound these small networks.
@@ -184,8 +257,8 @@ class TwinQofMuMlpModel(_ObservationMlp):
         if self.fused:
             self.mlp = EnsembleMlp(self.n_q, input_size, hidden_sizes, 1)
         else:
-            self.q1 = MlpModel(input_size, hidden_sizes, 1)
-            self.q2 = MlpModel(input_size, hidden_sizes, 1)
+            self.q1 = DenseMlp(input_size, hidden_sizes, 1)
+            self.q2 = DenseMlp(input_size, hidden_sizes, 1)
 
     def forward(self, observation, prev_action, prev_reward, action):
         x, lead_dim, T, B = self._flatten(observation)
@@ -213,7 +286,7 @@ class VMlpModel(_ObservationMlp):
         action_size: int | None = None,
     ):
         super().__init__(observation_shape)
-        self.mlp = MlpModel(self._obs_size, hidden_sizes, 1)
+        self.mlp = DenseMlp(self._obs_size, hidden_sizes, 1)
 
     def forward(self, observation, prev_action=None, prev_reward=None) -> torch.Tensor:
         x, lead_dim, T, B = self._flatten(observation)
