@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 import warnings
 from collections import namedtuple
@@ -189,7 +190,7 @@ def reference_projection(probs, return_, discount, z):
     for b in range(B):
         for j in range(n):
             tz = min(max(return_[b] + discount[b] * z[j], v_min), v_max)
-            pos = (tz - v_min) / dz
+            pos = min((tz - v_min) / dz, n - 1)  # Rounding can put v_max just past the end.
             low, up = math.floor(pos), math.ceil(pos)
             if low == up:
                 out[b, low] += probs[b, j]
@@ -576,3 +577,166 @@ def test_no_warnings_on_exact_replay_ratio():
         warnings.simplefilter("error")
         initialize(DQN(replay_size=100, batch_size=4, replay_ratio=4), make_agent(),
                    batch_spec=BatchSpec(2, 2))
+
+
+# ---- low-overhead update helpers (rlpyt.algos.dqn.optim) and fast paths --------------------
+
+
+def _mlp_and_grads(seed=0):
+    torch.manual_seed(seed)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3))
+    x = torch.randn(8, 4)
+    return model, x
+
+
+@pytest.mark.parametrize("cls, kwargs", [
+    (torch.optim.Adam, {}),
+    (torch.optim.Adam, dict(weight_decay=0.01, amsgrad=True, betas=(0.8, 0.99))),
+    (torch.optim.AdamW, dict(weight_decay=0.05)),
+])
+def test_fused_adam_step_matches_optimizer_step(cls, kwargs):
+    from rlpyt.algos.optim import FusedAdamStep
+
+    runs = []
+    for fast in (False, True):
+        model, x = _mlp_and_grads()
+        optimizer = cls(model.parameters(), lr=1e-2, fused=True, **kwargs)
+        stepper = FusedAdamStep(optimizer)
+        for i in range(5):
+            optimizer.zero_grad(set_to_none=True)
+            model(x + i).square().mean().backward()
+            stepper.step() if fast else optimizer.step()
+        runs.append((model.state_dict(), optimizer.state_dict()))
+    (model_a, opt_a), (model_b, opt_b) = runs
+    for key in model_a:
+        assert torch.equal(model_a[key], model_b[key]), key
+    for index, state in opt_a["state"].items():
+        for name, value in state.items():
+            assert torch.equal(value, opt_b["state"][index][name]), (index, name)
+
+
+def test_fused_adam_step_falls_back_and_follows_reloaded_state():
+    from rlpyt.algos.optim import FusedAdamStep
+
+    model, x = _mlp_and_grads()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2, fused=True)
+    stepper = FusedAdamStep(optimizer)
+    assert not FusedAdamStep.applies(torch.optim.Adam(model.parameters()))  # Not fused.
+    assert not FusedAdamStep.applies(torch.optim.SGD(model.parameters(), lr=0.1))
+    calls = []
+    handle = optimizer.register_step_post_hook(lambda *args: calls.append(1))
+    model(x).sum().backward()
+    stepper.step()  # Hooks: Adam.step runs them.
+    assert calls == [1]
+    handle.remove()
+    saved = copy.deepcopy(optimizer.state_dict())
+    stepper.step()
+    optimizer.load_state_dict(saved)  # New state tensors: the stepper must use them.
+    stepper.step()
+    steps = [float(s["step"]) for s in optimizer.state.values()]
+    assert steps == [2.0] * len(steps)
+    assert all(float(s["step"]) == 1.0 for s in saved["state"].values())
+
+
+def test_backward_helper_matches_tensor_backward():
+    from rlpyt.algos.optim import backward
+
+    grads = []
+    for fast in (False, True):
+        model, x = _mlp_and_grads()
+        loss = model(x).square().mean()
+        backward(loss) if fast else loss.backward()
+        grads.append([p.grad.clone() for p in model.parameters()])
+    for a, b in zip(*grads):
+        assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("max_norm", [None, 1e-3, 1.0, 1e3])
+def test_clip_grad_norm_matches_torch(max_norm):
+    from rlpyt.algos.optim import clip_grad_norm
+
+    results = []
+    for ours in (False, True):
+        model, x = _mlp_and_grads()
+        model(x).square().sum().backward()
+        params = list(model.parameters())
+        if ours:
+            norm = clip_grad_norm(params, max_norm)
+        else:
+            norm = torch.nn.utils.clip_grad_norm_(params, float("inf") if max_norm is None
+                                                  else max_norm)
+        results.append((norm, [p.grad.clone() for p in params]))
+    (norm_t, grads_t), (norm_o, grads_o) = results
+    assert norm_o.item() == pytest.approx(norm_t.item(), rel=1e-6)
+    for a, b in zip(grads_t, grads_o):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize("dueling", [False, True])
+def test_mlp_layer_plan_matches_module_calls(dueling):
+    from rlpyt.models.dqn.mlp import DqnMlpModel
+
+    torch.manual_seed(0)
+    model = DqnMlpModel((2, 3), N_ACTIONS, hidden_sizes=[8, 8], dueling=dueling)
+    obs = torch.randn(5, 7, 2, 3, dtype=torch.float64)
+    expected = model.head(model.trunk(obs.reshape(5, 7, 6).float()))
+    assert torch.equal(model(obs, None, None), expected)
+    with torch.no_grad():  # The plan reads the parameters at call time.
+        model.trunk.model[0].weight.mul_(2)
+    expected = model.head(model.trunk(obs.reshape(5, 7, 6).float()))
+    assert torch.equal(model(obs, None, None), expected)
+
+
+def test_n_step_q_target_bool_and_float_done_agree():
+    from rlpyt.algos.dqn.targets import n_step_q_target
+
+    g = torch.Generator().manual_seed(0)
+    return_, value = torch.randn(16, generator=g), torch.randn(16, generator=g)
+    done = torch.rand(16, generator=g) < 0.4
+    y_bool = n_step_q_target(return_, done, value, 0.9)
+    y_float = n_step_q_target(return_, done.float(), value, 0.9)
+    torch.testing.assert_close(y_bool, y_float)
+    torch.testing.assert_close(y_bool, return_ + 0.9 * (~done).float() * value)
+
+
+def test_dqn_skips_prev_inputs_only_for_models_that_ignore_them():
+    algo = initialize(DQN(replay_size=100, batch_size=1, replay_ratio=1), make_agent())
+    assert algo.replay_buffer.prev_inputs is False  # DqnMlpModel ignores them.
+
+    class UsesPrev(torch.nn.Module):  # Any model without the declaration gets them.
+        def __init__(self, observation_shape, output_size):
+            super().__init__()
+            self.linear = torch.nn.Linear(OBS_DIM, output_size)
+
+        def forward(self, observation, prev_action, prev_reward):
+            return self.linear(observation) + prev_reward.unsqueeze(-1)
+
+    agent = make_agent(ModelCls=UsesPrev)
+    algo = initialize(DQN(replay_size=100, batch_size=1, replay_ratio=1), agent)
+    assert algo.replay_buffer.prev_inputs is True
+
+
+def test_iteration_batches_equal_step_by_step_sampling():
+    from rlpyt.algos.dqn.dqn import split_batch
+
+    algo = initialize(DQN(replay_size=64, batch_size=4, replay_ratio=1), make_agent(),
+                      batch_spec=BatchSpec(8, 2))
+    rng = np.random.default_rng(0)
+    algo.replay_buffer.append_samples(SamplesToBufferTl(
+        observation=rng.standard_normal((8, 2, OBS_DIM), dtype=np.float32),
+        action=rng.integers(0, N_ACTIONS, (8, 2)), reward=rng.standard_normal((8, 2)),
+        done=rng.random((8, 2)) < 0.2, timeout=np.zeros((8, 2), bool)))
+    np.random.seed(3)
+    together = algo.iteration_batches(5)
+    np.random.seed(3)
+    apart = [algo.replay_buffer.sample_batch(4) for _ in range(5)]
+    assert len(together) == 5
+    for a, b in zip(together, apart):
+        for x, y in zip(a.agent_inputs, b.agent_inputs):
+            assert (x is None and y is None) or torch.equal(x, y)
+        for field in ("action", "return_", "done_n", "timeout_n"):
+            assert torch.equal(getattr(a, field), getattr(b, field))
+    algo.prioritized_replay = True  # Prioritized (and async) replays sample per step.
+    assert algo.iteration_batches(3) == [None, None, None]
+    parts = split_batch(together[0], 2)
+    assert [len(p.action) for p in parts] == [2, 2] and parts[0].agent_inputs.prev_action is None

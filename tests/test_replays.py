@@ -156,6 +156,43 @@ def test_sample_batch_draws_only_valid_positions(name):
     assert len(seen) == 2 * len(valid)  # Every valid position came up.
 
 
+def test_uniform_sampling_frequencies_are_flat():
+    np.random.seed(4)
+    stream = Stream(3, seed=4)
+    buf = UniformReplayBuffer(stream.example(), 30, 3, n_step_return=2)
+    buf.append_samples(stream.batch(10))
+    low, high = buf.valid_row_range()
+    counts = np.zeros((buf.T, 3))
+    for _ in range(400):
+        T_idxs, B_idxs = buf.sample_idxs(64)
+        np.add.at(counts, (T_idxs, B_idxs), 1)
+    valid = counts[low:high].ravel()
+    assert counts.sum() == valid.sum()  # Nothing outside the valid rows.
+    expected = counts.sum() / len(valid)
+    chi2 = ((valid - expected) ** 2 / expected).sum()
+    assert chi2 < 60  # 23 degrees of freedom: p < 1e-4 for a flat distribution.
+
+
+@pytest.mark.parametrize("name", ["uniform", "tl_prioritized", "frame_uniform"])
+def test_prev_inputs_off_leaves_them_out_and_keeps_the_rest(name):
+    cls, stream_kwargs = BUFFERS[name][0], concrete(BUFFERS[name][1], 4)
+    stream = Stream(2, seed=5, **stream_kwargs)
+    buf = cls(stream.example(), 24, 2, discount=0.9, n_step_return=2)
+    buf.append_samples(stream.batch(12))
+    buf.append_samples(stream.batch(3))  # Wrapped: positions 0..2 hold the newest steps.
+    T_idxs, B_idxs = np.array([3, 5, 7, 9]), np.array([0, 1, 1, 0])
+    full = buf.extract_batch(T_idxs, B_idxs)
+    buf.prev_inputs = False
+    lean = buf.extract_batch(T_idxs, B_idxs)
+    for inputs in (lean.agent_inputs, lean.target_inputs):
+        assert inputs.prev_action is None and inputs.prev_reward is None
+    assert torch.equal(lean.agent_inputs.observation, full.agent_inputs.observation)
+    assert torch.equal(lean.target_inputs.observation, full.target_inputs.observation)
+    for field in full._fields[1:]:
+        if field not in ("agent_inputs", "target_inputs"):
+            assert torch.equal(getattr(lean, field), getattr(full, field)), field
+
+
 def test_torch_inputs_are_accepted():
     stream = Stream(2, seed=0)
     buf = UniformReplayBuffer(stream.example(), 20, 2)

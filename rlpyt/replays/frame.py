@@ -78,6 +78,10 @@ class FrameBufferMixin:
             self.samples_frames[rows[repeated] - self.T] = newest[repeated]
         return T_idxs, B_idxs
 
+    def _observation_at(self, flat: np.ndarray) -> np.ndarray:
+        T_idxs, B_idxs = np.divmod(flat, self.B)
+        return self.extract_observation(T_idxs, B_idxs)
+
     def extract_observation(self, T_idxs: np.ndarray, B_idxs: np.ndarray) -> np.ndarray:
         """Frame stacks ``[..., n_frames, H, W]`` at ring positions (broadcastable arrays)."""
         T_idxs, B_idxs = np.broadcast_arrays(T_idxs, B_idxs)

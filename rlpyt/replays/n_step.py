@@ -74,6 +74,8 @@ class BaseNStepReturnBuffer(BaseReplayBuffer):
             self.samples_return_ = self.samples.reward
             self.samples_done_n = self.samples.done
         self._count = np_mp_array(1, np.int64) if self.async_ else np.zeros(1, np.int64)
+        # Fixed once the subclasses' attributes are set: read on every sample.
+        self._rows_layout = (self.n_rows, self.off_forward_rows, self.off_backward_rows)
 
     # ----- layout: which fields are stored, and which rows may be sampled -----
 
@@ -148,9 +150,10 @@ class BaseNStepReturnBuffer(BaseReplayBuffer):
         Ring row of an unwrapped row ``u`` is ``u % n_rows``; it starts at step
         ``(u % n_rows) * row_interval``.
         """
-        current = self.count // self.row_interval
-        low = max(0, current - self.n_rows + self.off_forward_rows)
-        return low, current - self.off_backward_rows
+        n_rows, off_forward_rows, off_backward_rows = self._rows_layout
+        current = int(self._count[0]) // self.row_interval
+        low = max(0, current - n_rows + off_forward_rows)
+        return low, current - off_backward_rows
 
     # ----- writing -----
 
@@ -214,12 +217,25 @@ class BaseNStepReturnBuffer(BaseReplayBuffer):
         """Observations at ring positions ``(T_idxs, B_idxs)`` (broadcastable arrays)."""
         return self.samples.observation[T_idxs, B_idxs]
 
-    def _previous(self, field, T_idxs: np.ndarray, B_idxs: np.ndarray):
-        """``field`` one step before each position: the agent's prev_action / prev_reward.
+    def _observation_at(self, flat: np.ndarray):
+        """``extract_observation`` at the positions of flat indexes ``t * B + b`` (a
+        cheaper gather; frame buffers rebuild their stacks instead)."""
+        return self._take(self.samples.observation, flat)
 
-        As recorded by the sampler: the step before an episode's first step belongs
-        to the previous episode (collectors do not blank it), and before the first
-        step ever written the value is zero.
+    def _take(self, field: np.ndarray, flat: np.ndarray) -> np.ndarray:
+        """``field[t, b]`` for flat indexes ``t * B + b``: a 1-D gather, a few times
+        cheaper than 2-D fancy indexing for the small batches of replay."""
+        return field.reshape(self.size, *field.shape[2:]).take(flat, axis=0)
+
+    def _previous(self, field, T_idxs: np.ndarray, B_idxs: np.ndarray):
+        """``field`` one step before each position: the stored prev_action / prev_reward.
+
+        These are the previous step's stored ``action`` / ``reward``.  At an episode's
+        first step they belong to the previous episode's last step: the collectors gave
+        the agent the null action and zero reward there (``_after_done`` blanks them),
+        but the replay does not store those inputs, so models that read them see
+        different values in training than in sampling (as in classic rlpyt; R2D1 blanks
+        them itself at episode starts).  Before the first step ever written they are zero.
         """
         return field[(T_idxs - 1) % self.T, B_idxs]
 

@@ -31,6 +31,12 @@ class UniformReplay:
                 f"steps per env appended; a sample needs {self.off_backward + 1} consecutive "
                 f"stored steps)"
             )
-        rows = np.random.randint(low, high, size=int(batch_B)) % self.n_rows
-        B_idxs = np.random.randint(0, self.B, size=int(batch_B))
+        # One draw per sample over all n (row, env) pairs: floor(n * U), U uniform in
+        # [0, 1) with 53 random bits (below n for any n < 2**53), a few times cheaper
+        # than randint; uniform over rows and envs, as two independent draws would be.
+        n_pairs = (high - low) * self.B
+        draws = (np.random.random_sample(int(batch_B)) * n_pairs).astype(np.int64)
+        rows, B_idxs = np.divmod(draws, self.B)
+        rows += low
+        rows %= self.n_rows
         return rows * self.row_interval, B_idxs

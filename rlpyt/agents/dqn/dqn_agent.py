@@ -124,10 +124,13 @@ class DqnAgent(EpsilonGreedyAgentMixin, BaseAgent):
         """Q-values ``[..., n_actions]`` (or the model's output) on the agent's device."""
         return self.model(*self.to_agent_device(observation, prev_action, prev_reward))
 
-    @torch.no_grad()
     def target(self, observation, prev_action, prev_reward) -> torch.Tensor:
         """The target network's output on the agent's device (no gradients)."""
-        return self.target_model(*self.to_agent_device(observation, prev_action, prev_reward))
+        inputs = self.to_agent_device(observation, prev_action, prev_reward)
+        if not torch.is_grad_enabled():  # The usual caller's no_grad block: skip another.
+            return self.target_model(*inputs)
+        with torch.no_grad():
+            return self.target_model(*inputs)
 
     @torch.no_grad()
     def step(self, observation, prev_action, prev_reward) -> AgentStep:

@@ -10,19 +10,30 @@ from __future__ import annotations
 import warnings
 from collections import namedtuple
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
 from rlpyt.algos.base import RlAlgorithm
 from rlpyt.algos.dqn.replay import SamplesToBuffer, SamplesToBufferTl, replay_buffer_class
 from rlpyt.algos.dqn.targets import n_step_q_target
+from rlpyt.algos.optim import (
+    FusedAdamStep,
+    backward,
+    clip_grad_norm,
+    clip_grad_norm_no_grad,
+    make_optimizer,
+)
+from rlpyt.replays.uniform import UniformReplay
 from rlpyt.utils.buffer import buffer_to
 from rlpyt.utils.quick_args import save__init__args
 from rlpyt.utils.tensor import select_at_indexes
 
-__all__ = ["DQN", "OptInfo", "clip_grad_norm", "updates_per_optimize"]
+__all__ = ["DQN", "OptInfo", "clip_grad_norm", "split_batch", "updates_per_optimize"]
 
 OptInfo = namedtuple("OptInfo", ["loss", "gradNorm", "tdAbsErr"])
+
+_REDUCTION = {"none": 0, "mean": 1}  # torch's loss-reduction enum (torch.nn._reduction).
 
 
 def updates_per_optimize(replay_ratio: float, sampler_batch_size: int, batch_size: int) -> int:
@@ -48,21 +59,14 @@ def updates_per_optimize(replay_ratio: float, sampler_batch_size: int, batch_siz
     return updates
 
 
-@torch.no_grad()
-def clip_grad_norm(params: list[torch.Tensor], max_norm: float | None) -> torch.Tensor:
-    """Scale the gradients of ``params`` in place so their joint L2 norm is at most
-    ``max_norm`` (``None``: no clipping); returns the norm before clipping.
-
-    ``torch.nn.utils.clip_grad_norm_`` in a few fused calls: per-call overhead dominates
-    for the small networks of classic-control tasks.
-    """
-    grads = [p.grad for p in params if p.grad is not None]
-    if not grads:
-        return torch.zeros(())
-    total = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
-    if max_norm is not None:
-        torch._foreach_mul_(grads, (max_norm / (total + 1e-6)).clamp_(max=1.0))
-    return total
+def split_batch(batch, size: int) -> list:
+    """A batch of torch tensors (namedtuples of them, ``None`` fields kept) cut along
+    dim 0 into consecutive batches of ``size`` (views, no copies)."""
+    if isinstance(batch, torch.Tensor):
+        return list(batch.split(size))
+    parts = [None if field is None else split_batch(field, size) for field in batch]
+    n = next(len(p) for p in parts if p is not None)
+    return [type(batch)(*(None if p is None else p[i] for p in parts)) for i in range(n)]
 
 
 def _check(name: str, value, ok: bool, valid: str) -> None:
@@ -194,23 +198,16 @@ class DQN(RlAlgorithm):
 
     def optim_initialize(self, rank: int = 0) -> None:
         self.rank = rank
-        self.optimizer = self.OptimCls(
-            self.agent.parameters(), lr=self.learning_rate, **self.default_optim_kwargs()
+        self.optimizer = make_optimizer(
+            self.OptimCls, self.agent.parameters(), self.learning_rate, self.optim_kwargs
         )
         if self.initial_optim_state_dict is not None:
             self.optimizer.load_state_dict(self.initial_optim_state_dict)
         self._params = [p for group in self.optimizer.param_groups for p in group["params"]]
+        # The fused Adam kernel called directly (same update): Adam.step's bookkeeping
+        # costs more than the kernel for small networks.
+        self._fused_step = FusedAdamStep.for_optimizers(self.optimizer)
         self._optimize_calls = 0
-
-    def default_optim_kwargs(self) -> dict:
-        """``optim_kwargs``, plus ``fused=True`` for Adam/AdamW unless ``fused`` or ``foreach``
-        is given: the same update in one kernel per step (several times faster for
-        small networks, where per-tensor overhead dominates)."""
-        kwargs = dict(self.optim_kwargs)
-        fusable = self.OptimCls in (torch.optim.Adam, torch.optim.AdamW)
-        if fusable and "fused" not in kwargs and "foreach" not in kwargs:
-            kwargs["fused"] = True
-        return kwargs
 
     def _setup(self, agent, n_itr, batch_spec, mid_batch_reset, examples, world_size):
         name = type(self).__name__
@@ -264,7 +261,14 @@ class DQN(RlAlgorithm):
                 default = self.delta_clip if self.delta_clip is not None else 1.0
             kwargs.update(alpha=self.pri_alpha, beta=self.pri_beta_init,
                           default_priority=default)
-        return ReplayCls(example, **kwargs)
+        replay = ReplayCls(example, **kwargs)
+        if hasattr(replay, "prev_inputs") and not self._model_uses_prev_inputs():
+            replay.prev_inputs = False  # Skip gathering inputs the model ignores.
+        return replay
+
+    def _model_uses_prev_inputs(self) -> bool:
+        """False only for models that declare ``uses_prev_action_reward = False``."""
+        return bool(getattr(type(self.agent.model), "uses_prev_action_reward", True))
 
     def samples_to_buffer(self, samples):
         """The fields of a sampler batch that the replay buffer stores."""
@@ -289,7 +293,8 @@ class DQN(RlAlgorithm):
             return opt_info
         if self.prioritized_replay:
             self.replay_buffer.set_beta(self.pri_beta_at(itr))
-        records = [self.gradient_step() for _ in range(self.updates_per_optimize)]
+        batches = self.iteration_batches(self.updates_per_optimize)
+        records = [self.gradient_step(batch) for batch in batches]
         loss, grad_norm, priorities = zip(*records)
         opt_info[0].extend(torch.stack(loss).tolist())
         opt_info[1].extend(torch.stack(grad_norm).tolist())
@@ -297,18 +302,37 @@ class DQN(RlAlgorithm):
         self._after_optimize()
         return opt_info
 
-    def gradient_step(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """One update from a replay batch (and a target update when due); returns
-        ``(loss, grad norm, priorities)`` as tensors, read out once per iteration."""
-        batch = self.replay_buffer.sample_batch(self.batch_size)
+    def iteration_batches(self, n: int) -> list:
+        """The replay batches of this iteration's ``n`` gradient steps: ``None`` each
+        (``gradient_step`` samples its own), or, from a synchronous uniform replay, all
+        ``n`` drawn by one ``sample_batch(n * batch_size)`` and split.
+
+        Both give independent uniform batches from the same buffer contents (nothing is
+        appended between the steps of an iteration; ``UniformReplay`` even draws the
+        same positions either way), but one large gather costs a fraction of ``n``
+        small ones.  Prioritized replay must sample after each priority update, and an
+        asynchronous buffer may grow between steps, so those sample step by step.
+        """
+        replay = self.replay_buffer
+        if (n < 2 or self.prioritized_replay or getattr(replay, "async_", False)
+                or not isinstance(replay, UniformReplay)):
+            return [None] * n
+        return split_batch(replay.sample_batch(n * self.batch_size), self.batch_size)
+
+    def gradient_step(self, batch=None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One update from a replay batch (sampled here if ``batch`` is None), and a target
+        update when due; returns ``(loss, grad norm, priorities)`` as tensors, read out
+        once per iteration."""
+        if batch is None:
+            batch = self.replay_buffer.sample_batch(self.batch_size)
         if self.agent.device.type != "cpu":
             batch = buffer_to(batch, self.agent.device)
         loss, priorities = self.loss(batch)
         for param in self._params:
             param.grad = None
-        loss.backward()
+        backward(loss)
         grad_norm = self._clip_gradients()
-        self.optimizer.step()
+        self._optimizer_step()
         if self.prioritized_replay:
             self.replay_buffer.update_batch_priorities(priorities.cpu())
         self.update_counter += 1
@@ -316,12 +340,21 @@ class DQN(RlAlgorithm):
             self.agent.update_target(self.target_update_tau)
         return loss.detach(), grad_norm, priorities
 
+    def _optimizer_step(self) -> None:
+        fused = getattr(self, "_fused_step", None)
+        if fused is not None and fused.optimizers == [self.optimizer]:
+            with torch.no_grad():
+                fused.step_no_grad()
+        else:
+            self.optimizer.step()
+
     def _replay_ready(self) -> bool:
         low, high = self.replay_buffer.valid_row_range()
         return high > low
 
     def _clip_gradients(self) -> torch.Tensor:
-        return clip_grad_norm(self._params, self.clip_grad_norm)
+        # The gradients do not require grad (no create_graph), so no no_grad() is needed.
+        return clip_grad_norm_no_grad(self._params, self.clip_grad_norm)
 
     def _after_optimize(self) -> None:
         """Asynchronous runs: publish the parameters every ``updates_per_sync`` calls."""
@@ -348,27 +381,48 @@ class DQN(RlAlgorithm):
                 next_action = self.agent(*samples.target_inputs).argmax(dim=-1)
                 next_value = select_at_indexes(next_action, target_q)
             else:
-                next_value = target_q.max(dim=-1).values
+                next_value = target_q.amax(dim=-1)
             y = n_step_q_target(samples.return_, samples.done_n, next_value,
                                 self.discount ** self.n_step_return)
-        if self.delta_clip is None:
-            losses = F.mse_loss(q, y, reduction="none").mul_(0.5)
-        else:
-            losses = F.huber_loss(q, y, reduction="none", delta=self.delta_clip)
+            priorities = (y - q).abs_()
+            if self.prioritized_replay and self.delta_clip is not None:
+                priorities.clamp_(max=self.delta_clip)
+        if not self.prioritized_replay and not self._any_masked(samples):
+            return self.td_loss(q, y, reduction="mean"), priorities  # One fused op.
+        losses = self.td_loss(q, y, reduction="none")
         if self.prioritized_replay:
             losses = losses * samples.is_weights
-        loss = self.masked_mean(losses, samples)
-        priorities = (y - q.detach()).abs_()
-        if self.prioritized_replay and self.delta_clip is not None:
-            priorities = priorities.clamp_(max=self.delta_clip)
-        return loss, priorities
+        return self.masked_mean(losses, samples), priorities
+
+    def td_loss(self, q: torch.Tensor, y: torch.Tensor, reduction: str) -> torch.Tensor:
+        """Huber loss of ``y - q`` at ``delta_clip`` (``None``: half the squared error),
+        reduced by ``reduction`` (``"none"`` or ``"mean"``).
+
+        Calls the loss kernels ``F.huber_loss`` / ``F.mse_loss`` end in when ``q`` and
+        ``y`` have one shape: their Python wrappers' broadcasting checks cost more than
+        the kernel for a batch of a few dozen.
+        """
+        if q.shape != y.shape:
+            if self.delta_clip is None:
+                return F.mse_loss(q, y, reduction=reduction).mul_(0.5)
+            return F.huber_loss(q, y, reduction=reduction, delta=self.delta_clip)
+        if self.delta_clip is None:
+            return torch._C._nn.mse_loss(q, y, _REDUCTION[reduction]).mul_(0.5)
+        return torch._C._nn.huber_loss(q, y, _REDUCTION[reduction], self.delta_clip)
+
+    def _any_masked(self, samples) -> bool:
+        """Whether ``masked_mean`` would drop any sample of this batch."""
+        if not getattr(self, "_store_timeout", False):
+            return False
+        timeout_n = samples.timeout_n
+        if timeout_n.device.type != "cpu":
+            return True  # Masking is then cheaper than a device sync to check.
+        return np.count_nonzero(timeout_n.numpy()) > 0  # Cheaper than Tensor.any() + item.
 
     def masked_mean(self, losses: torch.Tensor, samples) -> torch.Tensor:
         """Mean of ``losses`` without transitions whose n-step window ends in a time-limit
         truncation (with ``bootstrap_timelimit``; their next observation is not stored)."""
-        if not getattr(self, "_store_timeout", False):
-            return losses.mean()
-        if losses.device.type == "cpu" and not samples.timeout_n.any():
+        if not self._any_masked(samples):
             return losses.mean()  # Truncations are rare; skip the mask (no GPU sync here).
         valid = torch.logical_not(samples.timeout_n).to(losses.dtype)
         return (losses * valid).sum() / valid.sum().clamp(min=1)

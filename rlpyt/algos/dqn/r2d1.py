@@ -30,6 +30,7 @@ from rlpyt.algos.dqn.r2d1_replay import (
     r2d1_replay_buffer_class,
 )
 from rlpyt.algos.dqn.targets import huber_loss, n_step_q_target
+from rlpyt.algos.optim import backward
 from rlpyt.replays.base import PrioritiesSamplesToBuffer
 from rlpyt.utils.buffer import buffer_func, buffer_method, buffer_to
 from rlpyt.utils.quick_args import save__init__args
@@ -378,9 +379,9 @@ class R2D1(DQN):
             batch = self.replay_buffer.sample_batch(self.batch_B)
             loss, td_abs, valid, priorities = self.loss(buffer_to(batch, self.agent.device))
             self.optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            backward(loss)
             grad_norm = self._clip_gradients()
-            self.optimizer.step()
+            self._optimizer_step()
             if self.prioritized_replay:
                 self.replay_buffer.update_batch_priorities(priorities.cpu())
             records.append(torch.stack([loss.detach(), grad_norm, valid_mean(td_abs, valid),

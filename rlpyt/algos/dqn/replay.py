@@ -12,19 +12,23 @@ The rule (``replay_buffer_class``):
 * the ``Async...`` twin for asynchronous runners.
 
 ``ReplayBufferCls`` given to the algorithm overrides the rule (it gets the same
-keyword arguments).
+keyword arguments).  All the classes live in ``rlpyt.replays.non_sequence``; the
+time-limit frame buffers are re-exported here, where they used to be defined.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from rlpyt.replays.async_ import AsyncPrioritizedReplayMixin, AsyncReplayBufferMixin
-from rlpyt.replays.frame import FrameBufferMixin
 from rlpyt.replays.non_sequence.frame import (
     AsyncPrioritizedReplayFrameBuffer,
+    AsyncTlPrioritizedReplayFrameBuffer,
+    AsyncTlUniformReplayFrameBuffer,
     AsyncUniformReplayFrameBuffer,
+    NStepTimeLimitFrameBuffer,
     PrioritizedReplayFrameBuffer,
+    TlPrioritizedReplayFrameBuffer,
+    TlUniformReplayFrameBuffer,
     UniformReplayFrameBuffer,
 )
 from rlpyt.replays.non_sequence.prioritized import (
@@ -34,18 +38,16 @@ from rlpyt.replays.non_sequence.prioritized import (
 from rlpyt.replays.non_sequence.time_limit import (
     AsyncTlPrioritizedReplayBuffer,
     AsyncTlUniformReplayBuffer,
-    NStepTimeLimitBuffer,
     TlPrioritizedReplayBuffer,
     TlUniformReplayBuffer,
 )
 from rlpyt.replays.non_sequence.uniform import AsyncUniformReplayBuffer, UniformReplayBuffer
-from rlpyt.replays.prioritized import PrioritizedReplay
-from rlpyt.replays.uniform import UniformReplay
 from rlpyt.utils.collections import namedarraytuple
 
 __all__ = [
     "AsyncTlPrioritizedReplayFrameBuffer",
     "AsyncTlUniformReplayFrameBuffer",
+    "NStepTimeLimitFrameBuffer",
     "SamplesToBuffer",
     "SamplesToBufferTl",
     "TlPrioritizedReplayFrameBuffer",
@@ -56,31 +58,6 @@ __all__ = [
 
 SamplesToBuffer = namedarraytuple("SamplesToBuffer", ["observation", "action", "reward", "done"])
 SamplesToBufferTl = namedarraytuple("SamplesToBufferTl", SamplesToBuffer._fields + ("timeout",))
-
-
-# Frame storage with time-limit flags, composed from the replay mixins (rlpyt.replays
-# has no such classes yet).
-class NStepTimeLimitFrameBuffer(FrameBufferMixin, NStepTimeLimitBuffer):
-    """n-step transitions with ``timeout``/``timeout_n``, storing each frame once."""
-
-
-class TlUniformReplayFrameBuffer(UniformReplay, NStepTimeLimitFrameBuffer):
-    """``TlUniformReplayBuffer`` storing each image frame once (Atari with time limits)."""
-
-
-class TlPrioritizedReplayFrameBuffer(PrioritizedReplay, NStepTimeLimitFrameBuffer):
-    """``TlPrioritizedReplayBuffer`` storing each image frame once."""
-
-
-class AsyncTlUniformReplayFrameBuffer(AsyncReplayBufferMixin, TlUniformReplayFrameBuffer):
-    """``TlUniformReplayFrameBuffer`` in shared memory behind a reader-writer lock."""
-
-
-class AsyncTlPrioritizedReplayFrameBuffer(
-    AsyncPrioritizedReplayMixin, TlPrioritizedReplayFrameBuffer
-):
-    """``TlPrioritizedReplayFrameBuffer`` in shared memory behind a reader-writer lock."""
-
 
 # (frames, prioritized, time limit) -> (synchronous class, asynchronous class)
 _CLASSES = {

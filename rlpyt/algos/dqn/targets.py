@@ -23,8 +23,12 @@ def n_step_q_target(
         next_value: value of the observation n steps later ``[B]`` (e.g. ``max_a Q_target``).
         discount_n: ``discount ** n_step_return``.
     """
-    not_done = torch.logical_not(done_n).to(next_value.dtype)
-    return torch.addcmul(return_.to(next_value.dtype), not_done, next_value, value=discount_n)
+    if return_.dtype != next_value.dtype:
+        return_ = return_.to(next_value.dtype)
+    if done_n.dtype == torch.bool:  # Two calls: zero the values after a done, add.
+        return torch.add(return_, next_value.masked_fill(done_n, 0.0), alpha=discount_n)
+    not_done = 1 - done_n.to(next_value.dtype)
+    return torch.addcmul(return_, not_done, next_value, value=discount_n)
 
 
 def huber_loss(delta: torch.Tensor, delta_clip: float | None) -> torch.Tensor:

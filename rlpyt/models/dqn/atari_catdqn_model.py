@@ -27,6 +27,8 @@ class AtariCatDqnModel(torch.nn.Module):
         n_atoms: atoms of the support per action (default 51).
     """
 
+    uses_prev_action_reward = False  # DQN's replay then skips gathering them.
+
     def __init__(
         self,
         image_shape: Sequence[int],

@@ -60,6 +60,8 @@ class AtariDqnModel(torch.nn.Module):
             uses ``(32, 64, 64)``, ``(8, 4, 3)``, ``(4, 2, 1)``, ``(0, 1, 1)``.
     """
 
+    uses_prev_action_reward = False  # DQN's replay then skips gathering them.
+
     def __init__(
         self,
         image_shape: Sequence[int],

@@ -24,20 +24,54 @@ __all__ = [
     "DqnMlpModel",
     "check_n_atoms",
     "distributional_q_head",
+    "layer_plan",
     "q_head",
     "run_layers",
+    "run_plan",
 ]
 
 
+_LINEAR, _RELU, _MODULE = 0, 1, 2
+
+
+def layer_plan(module: torch.nn.Module) -> tuple[tuple[int, object], ...]:
+    """The steps ``run_plan`` takes to compute ``module(x)``.
+
+    For an ``MlpModel``, each layer becomes a direct ``F.linear`` (reading the layer's
+    parameter dict at call time, so replaced or moved parameters are picked up) or
+    ``torch.relu`` call: skipping ``nn.Module.__call__`` and each layer's ``forward``
+    saves several microseconds per layer, much of a small MLP's time on CPU (forward
+    hooks on those inner layers do not run).  Any other module is one step, called
+    normally.
+    """
+    if not isinstance(module, MlpModel):
+        return ((_MODULE, module),)
+    plan = []
+    for layer in module.model:
+        if type(layer) is torch.nn.Linear:
+            plan.append((_LINEAR, layer._parameters))
+        elif type(layer) is torch.nn.ReLU and not layer.inplace:
+            plan.append((_RELU, None))
+        else:
+            plan.append((_MODULE, layer))
+    return tuple(plan)
+
+
+def run_plan(plan: tuple[tuple[int, object], ...], x: torch.Tensor) -> torch.Tensor:
+    """``module(x)`` by the steps of ``layer_plan(module)``."""
+    for kind, item in plan:
+        if kind == _LINEAR:
+            x = F.linear(x, item["weight"], item["bias"])
+        elif kind == _RELU:
+            x = torch.relu(x)
+        else:
+            x = item(x)
+    return x
+
+
 def run_layers(module: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
-    """``module(x)``, calling each layer's ``forward`` directly when ``module`` is an
-    ``MlpModel``: skipping ``nn.Module.__call__`` saves several microseconds per layer,
-    which is much of a small MLP's time on CPU (hooks on those inner layers do not run)."""
-    if isinstance(module, MlpModel):
-        for layer in module.model:
-            x = layer.forward(x)
-        return x
-    return module(x)
+    """``module(x)``, calling an ``MlpModel``'s layers directly (see ``layer_plan``)."""
+    return run_plan(layer_plan(module), x)
 
 
 def q_head(
@@ -59,6 +93,15 @@ def distributional_q_head(
     return torch.nn.Sequential(mlp, torch.nn.Unflatten(-1, (output_size, n_atoms)))
 
 
+def _flat_float(observation: torch.Tensor, obs_ndim: int) -> torch.Tensor:
+    """``observation [..., *obs_shape]`` as float32 ``[..., prod(obs_shape)]`` (no call
+    where nothing changes: vector observations that are float32 already)."""
+    if obs_ndim != 1:
+        lead_shape = observation.shape[: observation.dim() - obs_ndim]
+        observation = observation.reshape(*lead_shape, -1)
+    return observation if observation.dtype == torch.float32 else observation.float()
+
+
 def check_n_atoms(n_atoms) -> None:
     if isinstance(n_atoms, bool) or not isinstance(n_atoms, int) or n_atoms < 2:
         raise ValueError(f"n_atoms={n_atoms!r} must be an int >= 2 (atoms of the support)")
@@ -77,7 +120,12 @@ class DqnMlpModel(torch.nn.Module):
         output_size: number of actions.
         hidden_sizes: hidden layer widths of the trunk (default ``(64, 64)``).
         dueling: dueling head instead of one linear output layer (default False).
+
+    ``uses_prev_action_reward = False``: ``DQN`` then lets the replay buffer skip
+    gathering those inputs (they arrive as ``None``).
     """
+
+    uses_prev_action_reward = False
 
     def __init__(
         self,
@@ -90,13 +138,13 @@ class DqnMlpModel(torch.nn.Module):
         self._obs_ndim = len(observation_shape)
         self.trunk = MlpModel(int(torch.Size(observation_shape).numel()), hidden_sizes)
         self.head = q_head(self.trunk.output_size, None, output_size, dueling)
+        # Trunk and head as one sequence of direct calls (the hot path of DQN on CPU).
+        self._plan = layer_plan(self.trunk) + layer_plan(self.head)
 
     def forward(
         self, observation: torch.Tensor, prev_action: torch.Tensor, prev_reward: torch.Tensor
     ) -> torch.Tensor:
-        lead_shape = observation.shape[: observation.dim() - self._obs_ndim]
-        features = run_layers(self.trunk, observation.reshape(*lead_shape, -1).float())
-        return run_layers(self.head, features)
+        return run_plan(self._plan, _flat_float(observation, self._obs_ndim))
 
 
 class CatDqnMlpModel(torch.nn.Module):
@@ -106,7 +154,11 @@ class CatDqnMlpModel(torch.nn.Module):
         observation_shape, output_size, hidden_sizes, dueling: as ``DqnMlpModel`` (the
             dueling head is ``DistributionalDuelingHeadModel``, linear streams on the trunk).
         n_atoms: atoms of the support per action (default 51).
+
+    ``prev_action`` / ``prev_reward`` are unused (``uses_prev_action_reward = False``).
     """
+
+    uses_prev_action_reward = False
 
     def __init__(
         self,
@@ -122,10 +174,10 @@ class CatDqnMlpModel(torch.nn.Module):
         self.trunk = MlpModel(int(torch.Size(observation_shape).numel()), hidden_sizes)
         self.head = distributional_q_head(self.trunk.output_size, None, output_size, n_atoms,
                                           dueling)
+        self._trunk_plan = layer_plan(self.trunk)
 
     def forward(
         self, observation: torch.Tensor, prev_action: torch.Tensor, prev_reward: torch.Tensor
     ) -> torch.Tensor:
-        lead_shape = observation.shape[: observation.dim() - self._obs_ndim]
-        features = run_layers(self.trunk, observation.reshape(*lead_shape, -1).float())
+        features = run_plan(self._trunk_plan, _flat_float(observation, self._obs_ndim))
         return F.softmax(self.head(features), dim=-1)

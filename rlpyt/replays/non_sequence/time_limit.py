@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from rlpyt.replays.async_ import AsyncPrioritizedReplayMixin, AsyncReplayBufferMixin
@@ -34,6 +36,8 @@ class NStepTimeLimitBuffer(NStepReturnBuffer):
     since the observation after a truncation was never stored.
     """
 
+    BatchCls = SamplesFromReplayTL
+
     def __init__(self, example, *args, **kwargs):
         super().__init__(example, *args, **kwargs)
         if self.n_step_return > 1:
@@ -56,13 +60,9 @@ class NStepTimeLimitBuffer(NStepReturnBuffer):
             ended |= done[k:k + length]
         self.samples_timeout_n[positions] = timeout_n
 
-    def _extract_batch(self, T_idxs: np.ndarray, B_idxs: np.ndarray):
-        batch = super()._extract_batch(T_idxs, B_idxs)
-        return SamplesFromReplayTL(
-            *batch,
-            timeout=self.samples.timeout[T_idxs, B_idxs],
-            timeout_n=self.samples_timeout_n[T_idxs, B_idxs],
-        )
+    def _extra_fields(self, flat: np.ndarray, leaf: Callable) -> tuple:
+        return (leaf(self._take(self.samples.timeout, flat)),
+                leaf(self._take(self.samples_timeout_n, flat)))
 
 
 class TlUniformReplayBuffer(UniformReplay, NStepTimeLimitBuffer):
