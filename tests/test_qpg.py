@@ -16,12 +16,8 @@ from rlpyt.agents.qpg.base import TwinQ, frozen_parameters
 from rlpyt.agents.qpg.ddpg_agent import DdpgAgent
 from rlpyt.agents.qpg.sac_agent import SacAgent
 from rlpyt.agents.qpg.td3_agent import Td3Agent
-from rlpyt.algos.qpg.base import (
-    Diagnostics,
-    clip_grad_norms,
-    joint_fused_adam_step,
-    weighted_mean,
-)
+from rlpyt.algos.optim import FusedAdamStep, clip_grad_norms
+from rlpyt.algos.qpg.base import Diagnostics, weighted_mean
 from rlpyt.algos.qpg.ddpg import DDPG
 from rlpyt.algos.qpg.sac import SAC
 from rlpyt.algos.qpg.targets import (
@@ -400,33 +396,36 @@ def _adam_pair(fused_kwargs: dict, **kwargs):
 def test_joint_fused_adam_step_is_bit_identical_to_separate_steps(kwargs):
     params, joint = _adam_pair(dict(fused=True), **kwargs)
     ref_params, separate = _adam_pair(dict(fused=True), **kwargs)
-    taken = []
+    stepper = FusedAdamStep(joint)
     for step in range(4):
         grads = [torch.randn_like(p) for p in params]
         for p, q, g in zip(params, ref_params, grads):
             p.grad, q.grad = g.clone(), g.clone()
-        taken.append(joint_fused_adam_step(joint))
-        if not taken[-1]:
-            for opt in joint:
-                opt.step()
+        stepper.step()  # the first call goes through Adam.step, which creates the state
         for opt in separate:
             opt.step()
         for p, q in zip(params, ref_params):
             assert torch.equal(p, q), step
-    assert taken == [False, True, True, True]  # the first step creates the state
     for a, b in zip(joint, separate):
         assert torch.equal(a.state_dict()["state"][0]["step"], b.state_dict()["state"][0]["step"])
 
 
-def test_joint_fused_adam_step_declines_mixed_or_unfused_optimizers():
+def test_joint_fused_adam_step_keeps_each_optimizers_hyperparameters():
     params, (a, b) = _adam_pair(dict(fused=True))
-    for p in params:
-        p.grad = torch.ones_like(p)
-    a.step(), b.step()
-    b.param_groups[0]["lr"] = 0.5
-    assert not joint_fused_adam_step([a, b])
+    ref_params, (ra, rb) = _adam_pair(dict(fused=True))
+    stepper = FusedAdamStep([a, b])
+    for lr_b in (1e-2, 0.5, 0.5):  # differing learning rates: one kernel call per group
+        b.param_groups[0]["lr"] = rb.param_groups[0]["lr"] = lr_b
+        for p, q in zip(params, ref_params):
+            p.grad = q.grad = torch.ones_like(p)
+        stepper.step()
+        ra.step(), rb.step()
+        for p, q in zip(params, ref_params):
+            assert torch.equal(p, q)
     _, unfused = _adam_pair(dict(foreach=True))
-    assert not joint_fused_adam_step(unfused)
+    assert FusedAdamStep.for_optimizers(*unfused) is None
+    with pytest.raises(ValueError, match="fused"):
+        FusedAdamStep(unfused)
 
 
 def test_frozen_parameters_block_weight_gradients_only():

@@ -11,69 +11,13 @@ An algorithm never knows how samples were gathered.  The runner calls, in order:
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
-import torch
+from rlpyt.algos.optim import clip_grad_norm, make_optimizer
 
 __all__ = ["RlAlgorithm", "clip_grad_norm", "make_optimizer"]
 
-# Optimizers whose fused kernel (one call for all parameters) we use unless told otherwise.
-_FUSABLE = (torch.optim.Adam, torch.optim.AdamW)
-
-
-def make_optimizer(OptimCls, params, lr: float, optim_kwargs: dict | None = None):
-    """``OptimCls(params, lr=lr, **optim_kwargs)``, fused or multi-tensor where that is the
-    same update.
-
-    Adam and AdamW get ``fused=True`` (a single kernel for all parameters, about 3x
-    faster per step for the small models of classic control on CPU); other torch
-    optimizers with a ``foreach`` keyword (RMSprop, SGD, ...) get ``foreach=True``,
-    which torch picks by itself only on CUDA (on CPU it computes the same update as
-    the default per-parameter loop, with fewer calls).  Either is skipped when
-    ``optim_kwargs`` chooses ``fused``, ``foreach`` or ``differentiable`` itself.
-    """
-    kwargs = dict(optim_kwargs or {})
-    params = list(params)
-    chosen = {"fused", "foreach", "differentiable"} & set(kwargs)
-    plain_params = all(
-        p.device.type in ("cpu", "cuda") and p.dtype.is_floating_point for p in params
-    )
-    if isinstance(OptimCls, type) and not chosen and plain_params:
-        if issubclass(OptimCls, _FUSABLE):
-            kwargs["fused"] = True
-        elif "foreach" in inspect.signature(OptimCls.__init__).parameters:
-            kwargs["foreach"] = True
-    return OptimCls(params, lr=lr, **kwargs)
-
-
-@torch.no_grad()
-def clip_grad_norm(params: list[torch.Tensor], max_norm: float | None) -> torch.Tensor:
-    """Scale the gradients of ``params`` in place so that their global 2-norm is at most
-    ``max_norm`` (None: leave them as they are); returns the norm before clipping.
-
-    The same arithmetic as ``torch.nn.utils.clip_grad_norm_`` (per-tensor norms, their
-    norm, coefficient ``min(max_norm / (norm + 1e-6), 1)``), without its per-call
-    grouping of tensors by device and dtype: for parameters on one device and of one
-    dtype (checked here; anything else goes to torch's function) it is about half the
-    cost, which matters for small models stepped thousands of times.
-
-    Args:
-        params: the parameters (those without a gradient are skipped).
-        max_norm: largest allowed global norm, or None for no clipping.
-    """
-    grads = [p.grad for p in params if p.grad is not None]
-    if not grads:
-        return params[0].new_zeros(()) if params else torch.tensor(0.0)
-    first = grads[0]
-    if any(g.device != first.device or g.dtype != first.dtype for g in grads):
-        limit = float("inf") if max_norm is None else max_norm
-        return torch.nn.utils.clip_grad_norm_(params, limit)
-    total_norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
-    if max_norm is not None:
-        torch._foreach_mul_(grads, torch.clamp(max_norm / (total_norm + 1e-6), max=1.0))
-    return total_norm
-
+# Re-exported: the optimizer helpers live in rlpyt.algos.optim.
 
 class RlAlgorithm:
     """Base class of every algorithm.

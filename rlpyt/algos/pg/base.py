@@ -11,7 +11,8 @@ from collections import namedtuple
 import torch
 
 from rlpyt.agents.base import AgentInputs
-from rlpyt.algos.base import RlAlgorithm, clip_grad_norm, make_optimizer
+from rlpyt.algos.base import RlAlgorithm
+from rlpyt.algos.optim import FusedAdamStep, backward, clip_grad_norm, make_optimizer
 from rlpyt.utils.buffer import buffer_method, buffer_to
 from rlpyt.utils.returns import (
     generalized_advantage_estimation,
@@ -78,6 +79,7 @@ class PolicyGradientAlgo(RlAlgorithm):
         self.optimizer = make_optimizer(
             self.OptimCls, self._params, self.learning_rate, self.optim_kwargs
         )
+        self._fused_step = FusedAdamStep.for_optimizers(self.optimizer)
         self.lr_scheduler = self.make_lr_scheduler()
         if self.initial_optim_state_dict is not None:
             self.load_optim_state_dict(self.initial_optim_state_dict)
@@ -208,9 +210,13 @@ class PolicyGradientAlgo(RlAlgorithm):
         """
         for param in self._params:  # optimizer.zero_grad(), minus its profiler context
             param.grad = None
-        loss.backward()
+        backward(loss)
         grad_norm = clip_grad_norm(self._params, self.clip_grad_norm)
-        self.optimizer.step()
+        fused = getattr(self, "_fused_step", None)
+        if fused is not None and fused.optimizers == [self.optimizer]:
+            fused.step()  # Adam's fused kernel without torch.optim's per-call bookkeeping
+        else:
+            self.optimizer.step()
         self.update_counter += 1
         return grad_norm if as_tensor else float(grad_norm)
 

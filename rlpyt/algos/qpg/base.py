@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from rlpyt.algos.base import RlAlgorithm
+from rlpyt.algos.optim import FusedAdamStep, backward, clip_grad_norms, make_optimizer
 from rlpyt.algos.qpg.targets import timelimit_valid
 from rlpyt.utils.buffer import buffer_to
 from rlpyt.utils.collections import namedarraytuple
@@ -32,121 +33,12 @@ SamplesToBuffer = namedarraytuple("SamplesToBuffer", ["observation", "action", "
 SamplesToBufferTl = namedarraytuple("SamplesToBufferTl", SamplesToBuffer._fields + ("timeout",))
 
 # Optimizers that have a fused CPU/CUDA kernel, used when the user sets no implementation.
-_FUSABLE = (torch.optim.Adam, torch.optim.AdamW)
 
 
 def weighted_mean(values: torch.Tensor, weights: torch.Tensor | None) -> torch.Tensor:
     """``sum(values * weights)`` for weights from ``QpgAlgo.loss_weights``, or the plain
     mean when ``weights`` is None."""
     return values.mean() if weights is None else (values * weights).sum()
-
-
-def clip_grad_norms(
-    groups: list[list[torch.Tensor]], max_norm: float | None
-) -> list[torch.Tensor]:
-    """``torch.nn.utils.clip_grad_norm_`` applied to each parameter group separately, with
-    all groups' norms and rescalings done in a few fused ops and no device sync.
-
-    Returns each group's total gradient norm before clipping (0-dim tensors).  Every
-    gradient of a group is multiplied by ``min(1, max_norm / (norm + 1e-6))``; with
-    ``max_norm=None`` nothing is rescaled.
-    """
-    grads, owners = [], []
-    for i, params in enumerate(groups):
-        for p in params:
-            if p.grad is not None:
-                grads.append(p.grad)
-                owners.append(i)
-    if not grads:
-        return [torch.zeros(()) for _ in groups]
-    owner = _owner_index(tuple(owners), grads[0].device)
-    squares = torch.stack(torch._foreach_norm(grads)).square()
-    norms = squares.new_zeros(len(groups)).index_add_(0, owner, squares).sqrt()
-    if max_norm is not None:
-        scale = (max_norm / (norms + 1e-6)).clamp(max=1.0)
-        torch._foreach_mul_(grads, list(scale[owner].unbind()))
-    return list(norms.unbind())
-
-
-_ADAM_KEYS = ("lr", "betas", "eps", "weight_decay", "amsgrad", "maximize",
-              "decoupled_weight_decay")
-
-
-def joint_fused_adam_step(optimizers: list[torch.optim.Optimizer]) -> bool:
-    """Step several fused Adam (or AdamW) optimizers with one fused kernel call.
-
-    ``Optimizer.step`` spends far longer in Python (hooks, state look-ups, grouping
-    tensors by device) than the fused kernel takes for these small networks, and SAC
-    steps three optimizers per update.  The kernel updates each tensor independently,
-    so one call over all the optimizers' tensors gives bit-identical results to one
-    ``step()`` per optimizer.  Returns False, having done nothing, unless every
-    optimizer is a plain fused ``Adam``/``AdamW`` with the same hyperparameters, no step
-    hooks and no gradient scaler, and every parameter has a gradient and initialised
-    state on the same device and dtype (so the first step, which creates the state,
-    goes through ``step()``); the caller then steps them one by one.
-    """
-    first = optimizers[0]
-    cls = type(first)
-    if cls not in _FUSABLE or _global_step_hooks():
-        return False
-    reference = first.param_groups[0]
-    scalars = (reference["lr"], reference["eps"], reference["weight_decay"], *reference["betas"])
-    if any(isinstance(value, torch.Tensor) for value in scalars):
-        return False  # tensor hyperparameters take Adam's own code paths
-    params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps = [], [], [], [], [], []
-    for optimizer in optimizers:
-        if (type(optimizer) is not cls or optimizer._optimizer_step_pre_hooks
-                or optimizer._optimizer_step_post_hooks
-                or getattr(optimizer, "grad_scale", None) is not None
-                or getattr(optimizer, "found_inf", None) is not None):
-            return False
-        for group in optimizer.param_groups:
-            if not (group["fused"] and not group["capturable"] and not group["differentiable"]
-                    and all(group[key] == reference[key] for key in _ADAM_KEYS)):
-                return False
-            for p in group["params"]:
-                state = optimizer.state.get(p)
-                if p.grad is None or not state:
-                    return False
-                params.append(p)
-                grads.append(p.grad)
-                exp_avgs.append(state["exp_avg"])
-                exp_avg_sqs.append(state["exp_avg_sq"])
-                if reference["amsgrad"]:
-                    max_exp_avg_sqs.append(state["max_exp_avg_sq"])
-                steps.append(state["step"])
-    if not params:
-        return False
-    device, dtype = params[0].device, params[0].dtype
-    if any(p.device != device or p.dtype != dtype or p.grad.dtype != dtype for p in params):
-        return False
-    beta1, beta2 = reference["betas"]
-    torch._foreach_add_(steps, 1)
-    kernel = torch._fused_adamw_ if reference["decoupled_weight_decay"] else torch._fused_adam_
-    kernel(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps,
-           amsgrad=reference["amsgrad"], lr=reference["lr"], beta1=beta1, beta2=beta2,
-           weight_decay=reference["weight_decay"], eps=reference["eps"],
-           maximize=reference["maximize"], grad_scale=None, found_inf=None)
-    return True
-
-
-def _global_step_hooks() -> bool:
-    from torch.optim import optimizer as optimizer_module
-
-    return bool(optimizer_module._global_optimizer_pre_hooks
-                or optimizer_module._global_optimizer_post_hooks)
-
-
-_OWNER_INDEX: dict[tuple, torch.Tensor] = {}
-
-
-def _owner_index(owners: tuple[int, ...], device: torch.device) -> torch.Tensor:
-    """``owners`` as an index tensor, built once per layout (a tensor creation per
-    update costs more than the norms it indexes)."""
-    key = (owners, device)
-    if key not in _OWNER_INDEX:
-        _OWNER_INDEX[key] = torch.tensor(owners, device=device)
-    return _OWNER_INDEX[key]
 
 
 # ---- argument checks ---------------------------------------------------------------------
@@ -352,6 +244,7 @@ class QpgAlgo(RlAlgorithm):
         """Build every optimizer (in the optimizer process for async runners)."""
         self.rank = rank
         self.optimizers = self.make_optimizers()
+        self._fused_steps: dict[tuple, FusedAdamStep | None] = {}
         self._optim_params = {
             name: [p for group in opt.param_groups for p in group["params"]]
             for name, opt in self.optimizers.items()
@@ -364,15 +257,9 @@ class QpgAlgo(RlAlgorithm):
         raise NotImplementedError
 
     def make_optimizer(self, params, learning_rate: float) -> torch.optim.Optimizer:
-        """``OptimCls(params, lr=learning_rate, **optim_kwargs)``; Adam and AdamW use their
-        fused kernel unless ``optim_kwargs`` chooses an implementation (3x faster steps on
-        CPU for these small networks)."""
-        params = list(params)
-        kwargs = dict(self.optim_kwargs)
-        fusable = all(p.device.type in ("cpu", "cuda") and p.is_floating_point() for p in params)
-        if self.OptimCls in _FUSABLE and fusable and not {"fused", "foreach"} & set(kwargs):
-            kwargs["fused"] = True
-        return self.OptimCls(params, lr=learning_rate, **kwargs)
+        """``OptimCls(params, lr=learning_rate, **optim_kwargs)``, fused where that is the
+        same update (see ``rlpyt.algos.optim.make_optimizer``)."""
+        return make_optimizer(self.OptimCls, params, learning_rate, self.optim_kwargs)
 
     def gradient_step(self, loss: torch.Tensor, *names: str) -> list[torch.Tensor]:
         """One backward pass of ``loss``, then clip and step each optimizer in ``names``
@@ -382,13 +269,25 @@ class QpgAlgo(RlAlgorithm):
         for params in groups:
             for p in params:
                 p.grad = None  # as zero_grad(set_to_none=True), without its per-call overhead
-        loss.backward()
+        backward(loss)
         grad_norms = clip_grad_norms(groups, self.clip_grad_norm)
-        optimizers = [self.optimizers[name] for name in names]
-        if not joint_fused_adam_step(optimizers):
-            for optimizer in optimizers:
-                optimizer.step()
+        self._optimizer_step(names)
         return grad_norms
+
+    def _optimizer_step(self, names: tuple[str, ...]) -> None:
+        """Step the optimizers in ``names``: one ``FusedAdamStep`` over all of them when
+        they are fused Adam (SAC's three), else each ``step()``."""
+        fused_steps = self.__dict__.setdefault("_fused_steps", {})
+        key = (names, tuple(id(self.optimizers[name]) for name in names))
+        if key not in fused_steps:
+            fused_steps[key] = FusedAdamStep.for_optimizers(
+                *(self.optimizers[name] for name in names))
+        fused = fused_steps[key]
+        if fused is not None:
+            fused.step()
+        else:
+            for name in names:
+                self.optimizers[name].step()
 
     def optim_state_dict(self) -> dict:
         """``{name: optimizer.state_dict()}`` for every optimizer."""

@@ -1,0 +1,270 @@
+"""Optimizer mechanics shared by every algorithm family: construction, backward,
+gradient clipping and Adam steps, with low overhead for many small updates.
+
+A classic-control agent takes thousands of gradient steps on a network of a few
+thousand weights.  There the Python around each torch call
+(``Tensor.backward``'s argument handling, ``Adam.step``'s hooks, profiler records and
+regrouping of tensors, per-tensor loops of "foreach" ops on CPU) costs as much as the
+arithmetic.  The helpers here do the same arithmetic with fewer calls.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Sequence
+
+import torch
+from torch.autograd import graph as _autograd_graph
+from torch.optim import optimizer as _optimizer_module
+
+__all__ = [
+    "FusedAdamStep",
+    "backward",
+    "clip_grad_norm",
+    "clip_grad_norms",
+    "make_optimizer",
+]
+
+# Optimizers whose fused kernel (one call for all parameters) we use unless told otherwise.
+_FUSABLE = (torch.optim.Adam, torch.optim.AdamW)
+
+# The C++ autograd engine that ``Tensor.backward`` ends in (None if this torch moved it).
+_ENGINE = getattr(getattr(torch.autograd, "Variable", None), "_execution_engine", None)
+
+# Clipping is skipped when the norm is below max_norm by more than this relative margin:
+# there ``max_norm / (norm + 1e-6)`` is above 1 and clamped to 1, a multiplication by one.
+_CLIP_MARGIN = 1e-4
+
+
+def backward(loss: torch.Tensor) -> None:
+    """``loss.backward()`` for a scalar loss, accumulating into the leaves' ``.grad``.
+
+    On CPU it hands the loss and a gradient of one straight to the autograd engine:
+    ``torch.autograd.backward``'s argument normalisation and checks cost as much as
+    the engine itself for a small network.  Anything unusual (another device, a tensor
+    subclass, a non-scalar or leaf loss, autograd debug logging) takes ``loss.backward()``.
+    """
+    if (_ENGINE is None or type(loss) is not torch.Tensor or loss.grad_fn is None
+            or loss.dim() != 0 or loss.device.type != "cpu"
+            or _autograd_graph.log.isEnabledFor(logging.DEBUG)):
+        loss.backward()
+        return
+    _ENGINE.run_backward((loss,), (torch.ones_like(loss),), False, False, (),
+                         allow_unreachable=True, accumulate_grad=True)
+
+
+@torch.no_grad()
+def clip_grad_norm(params: list[torch.Tensor], max_norm: float | None) -> torch.Tensor:
+    """Scale the gradients of ``params`` in place so their joint L2 norm is at most
+    ``max_norm`` (``None``: no clipping); returns the norm before clipping.
+
+    The arithmetic of ``torch.nn.utils.clip_grad_norm_`` (per-tensor norms, their norm,
+    factor ``min(max_norm / (norm + 1e-6), 1)``) in a few fused calls.  On CPU the
+    scaling is skipped when the norm is clearly below ``max_norm`` (the factor is then
+    exactly 1); on other devices it always runs, to avoid a host sync.
+    """
+    return clip_grad_norm_no_grad(params, max_norm)
+
+
+def clip_grad_norm_no_grad(params: list[torch.Tensor], max_norm: float | None) -> torch.Tensor:
+    """``clip_grad_norm`` for callers already in ``torch.no_grad()``."""
+    grads = [p.grad for p in params if p.grad is not None]
+    if not grads:
+        return torch.zeros(())
+    first = grads[0]
+    if any(g.device != first.device or g.dtype != first.dtype for g in grads):
+        limit = float("inf") if max_norm is None else max_norm
+        return torch.nn.utils.clip_grad_norm_(params, limit)  # it groups them itself
+    total = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
+    if max_norm is None:
+        return total
+    if total.device.type == "cpu" and float(total) < max_norm * (1 - _CLIP_MARGIN):
+        return total
+    torch._foreach_mul_(grads, (max_norm / (total + 1e-6)).clamp_(max=1.0))
+    return total
+
+
+class FusedAdamStep:
+    """``optimizer.step()`` for fused ``torch.optim.Adam`` / ``AdamW`` optimizers, minus
+    the overhead.
+
+    Calls ``torch._fused_adam_`` (``_fused_adamw_``) on the optimizers' parameters and
+    state as ``Adam.step`` does for ``fused=True``, reading ``lr``, ``betas``, ``eps``,
+    ``weight_decay``, ``amsgrad`` and ``maximize`` from the param groups at every call
+    (so learning-rate schedules still apply): the same update, and each optimizer's
+    ``state_dict`` stays the one source of truth.  Several optimizers (SAC's policy,
+    critic and temperature) are stepped together, one kernel call per param group.  The
+    per-parameter step counters are made views of one tensor per group, so that
+    counting a step is one call (on CPU a "foreach" add loops over the tensors one call
+    each).  Falls back to each ``optimizer.step()`` whenever that would do something
+    else: before the state is initialized (the first step), when a parameter has no
+    gradient, with step hooks, or with a grad scaler's ``grad_scale`` / ``found_inf``.
+
+    Args:
+        optimizers: the optimizer, or a sequence of optimizers, to step together (each
+            must satisfy ``applies``).
+    """
+
+    def __init__(self, optimizers: torch.optim.Optimizer | Sequence[torch.optim.Optimizer]):
+        if isinstance(optimizers, torch.optim.Optimizer):
+            optimizers = [optimizers]
+        self.optimizers = list(optimizers)
+        for optimizer in self.optimizers:
+            if not self.applies(optimizer):
+                raise ValueError(f"FusedAdamStep needs fused torch.optim.Adam or AdamW "
+                                 f"optimizers, got {optimizer!r}")
+        self._key = None  # Identity of the state the cached tensor lists belong to.
+        self._groups: list[tuple] = []
+
+    @staticmethod
+    def applies(optimizer: torch.optim.Optimizer) -> bool:
+        """True for Adam/AdamW with ``fused=True`` (and not ``differentiable``) in every
+        group, when this torch has the fused kernels."""
+        if type(optimizer) not in _FUSABLE:
+            return False
+        if not (hasattr(torch, "_fused_adam_") and hasattr(torch, "_fused_adamw_")):
+            return False
+        return all(g.get("fused") and not g.get("differentiable") for g in optimizer.param_groups)
+
+    @classmethod
+    def for_optimizers(cls, *optimizers: torch.optim.Optimizer) -> FusedAdamStep | None:
+        """A ``FusedAdamStep`` over ``optimizers`` if every one qualifies, else None."""
+        return cls(optimizers) if all(cls.applies(o) for o in optimizers) else None
+
+    @torch.no_grad()
+    def step(self) -> None:
+        """One Adam update of every parameter from its ``.grad``."""
+        self.step_no_grad()
+
+    def step_no_grad(self) -> None:
+        """``step`` for callers already in ``torch.no_grad()``."""
+        if not self._fast_path_ok():
+            for optimizer in self.optimizers:
+                optimizer.step()
+            return
+        for group, params, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, all_steps in self._groups:
+            beta1, beta2 = group["betas"]
+            kernel = (torch._fused_adamw_ if group.get("decoupled_weight_decay", False)
+                      else torch._fused_adam_)
+            all_steps.add_(1)  # Every parameter's step counter (views of all_steps).
+            kernel(params, [p.grad for p in params], exp_avgs, exp_avg_sqs, max_exp_avg_sqs,
+                   steps, amsgrad=group["amsgrad"], lr=group["lr"], beta1=float(beta1),
+                   beta2=float(beta2), weight_decay=group["weight_decay"], eps=group["eps"],
+                   maximize=group["maximize"], grad_scale=None, found_inf=None)
+
+    def _state_key(self) -> list[tuple]:
+        # The objects themselves (not their ids): holding them keeps identity meaningful.
+        return [(o.state, o.param_groups, len(o.param_groups)) for o in self.optimizers]
+
+    def _key_matches(self) -> bool:
+        key = self._key
+        return key is not None and all(
+            a is o.state and b is o.param_groups and n == len(o.param_groups)
+            for (a, b, n), o in zip(key, self.optimizers)
+        )
+
+    def _fast_path_ok(self) -> bool:
+        if _optimizer_module._global_optimizer_pre_hooks or \
+                _optimizer_module._global_optimizer_post_hooks:
+            return False
+        for opt in self.optimizers:
+            if (opt._optimizer_step_pre_hooks or opt._optimizer_step_post_hooks
+                    or getattr(opt, "grad_scale", None) is not None
+                    or getattr(opt, "found_inf", None) is not None):
+                return False
+        if not self._key_matches() and not self._cache_state():
+            return False
+        for group in self._groups:
+            for p in group[1]:
+                if p.grad is None:
+                    return False
+        return True
+
+    def _cache_state(self) -> bool:
+        """Collect each group's parameters and state tensors; False if any state is missing
+        (not stepped yet), so that ``Adam.step`` initializes it."""
+        groups = []
+        self._key = None
+        for opt in self.optimizers:
+            for group in opt.param_groups:
+                params = list(group["params"])
+                states = [opt.state.get(p) for p in params]
+                if any(not s or "exp_avg" not in s for s in states):
+                    return False
+                if len({(p.device, p.dtype) for p in params}) != 1:
+                    return False  # Adam.step groups such parameters by device itself.
+                all_steps = torch.stack([s["step"] for s in states])
+                for i, s in enumerate(states):
+                    s["step"] = all_steps[i]
+                max_sqs = [s["max_exp_avg_sq"] for s in states] if group["amsgrad"] else []
+                groups.append((group, params, [s["exp_avg"] for s in states],
+                               [s["exp_avg_sq"] for s in states], max_sqs,
+                               [s["step"] for s in states], all_steps))
+        self._groups = groups
+        self._key = self._state_key()
+        return True
+
+
+def make_optimizer(OptimCls, params, lr: float, optim_kwargs: dict | None = None):
+    """``OptimCls(params, lr=lr, **optim_kwargs)``, fused or multi-tensor where that is the
+    same update.
+
+    Adam and AdamW get ``fused=True`` (a single kernel for all parameters, about 3x
+    faster per step for the small models of classic control on CPU); other torch
+    optimizers with a ``foreach`` keyword (RMSprop, SGD, ...) get ``foreach=True``,
+    which torch picks by itself only on CUDA (on CPU it computes the same update as
+    the default per-parameter loop, with fewer calls).  Either is skipped when
+    ``optim_kwargs`` chooses ``fused``, ``foreach`` or ``differentiable`` itself.
+    """
+    kwargs = dict(optim_kwargs or {})
+    params = list(params)
+    chosen = {"fused", "foreach", "differentiable"} & set(kwargs)
+    plain_params = all(
+        p.device.type in ("cpu", "cuda") and p.dtype.is_floating_point for p in params
+    )
+    if isinstance(OptimCls, type) and not chosen and plain_params:
+        if issubclass(OptimCls, _FUSABLE):
+            kwargs["fused"] = True
+        elif "foreach" in inspect.signature(OptimCls.__init__).parameters:
+            kwargs["foreach"] = True
+    return OptimCls(params, lr=lr, **kwargs)
+
+
+def clip_grad_norms(
+    groups: list[list[torch.Tensor]], max_norm: float | None
+) -> list[torch.Tensor]:
+    """``torch.nn.utils.clip_grad_norm_`` applied to each parameter group separately, with
+    all groups' norms and rescalings done in a few fused ops and no device sync.
+
+    Returns each group's total gradient norm before clipping (0-dim tensors).  Every
+    gradient of a group is multiplied by ``min(1, max_norm / (norm + 1e-6))``; with
+    ``max_norm=None`` nothing is rescaled.
+    """
+    grads, owners = [], []
+    for i, params in enumerate(groups):
+        for p in params:
+            if p.grad is not None:
+                grads.append(p.grad)
+                owners.append(i)
+    if not grads:
+        return [torch.zeros(()) for _ in groups]
+    owner = _owner_index(tuple(owners), grads[0].device)
+    squares = torch.stack(torch._foreach_norm(grads)).square()
+    norms = squares.new_zeros(len(groups)).index_add_(0, owner, squares).sqrt()
+    if max_norm is not None:
+        scale = (max_norm / (norms + 1e-6)).clamp(max=1.0)
+        torch._foreach_mul_(grads, list(scale[owner].unbind()))
+    return list(norms.unbind())
+
+
+_OWNER_INDEX: dict[tuple, torch.Tensor] = {}
+
+
+def _owner_index(owners: tuple[int, ...], device: torch.device) -> torch.Tensor:
+    """``owners`` as an index tensor, built once per layout (a tensor creation per
+    update costs more than the norms it indexes)."""
+    key = (owners, device)
+    if key not in _OWNER_INDEX:
+        _OWNER_INDEX[key] = torch.tensor(owners, device=device)
+    return _OWNER_INDEX[key]
