@@ -215,6 +215,44 @@ def test_timelimit_valid_and_weighted_mean_drop_truncated_windows():
     assert float(weighted_mean(values, None)) == pytest.approx(2.5)
 
 
+def test_bootstrap_target_float_done_and_non_finite_value_at_a_terminal():
+    return_ = torch.tensor([1.0, 2.0, 3.0])
+    next_value = torch.tensor([10.0, float("inf"), -4.0])
+    for done_n in (torch.tensor([False, True, False]), torch.tensor([0.0, 1.0, 0.0])):
+        y = bootstrap_target(return_, done_n, next_value, 0.5, reward_scale=2.0)
+        assert y.tolist() == [2.0 + 5.0, 4.0, 6.0 - 2.0]  # a terminal does not bootstrap
+
+
+def test_weighted_mean_dot_path_matches_products_and_gradients():
+    g = torch.Generator().manual_seed(0)
+    values = torch.randn(7, generator=g, requires_grad=True)
+    weights = torch.rand(7, generator=g)
+    torch.testing.assert_close(weighted_mean(values, weights), (values * weights).sum())
+    (grad,) = torch.autograd.grad(weighted_mean(values, weights), values)
+    torch.testing.assert_close(grad, weights)
+    matrix = torch.randn(3, 7, generator=g)  # other shapes take the broadcasting product
+    torch.testing.assert_close(weighted_mean(matrix, weights), (matrix * weights).sum())
+
+
+@pytest.mark.parametrize("Agent, Algo", [(SacAgent, SAC), (Td3Agent, TD3), (DdpgAgent, DDPG)])
+def test_replay_skips_prev_inputs_only_when_every_model_ignores_them(Agent, Algo):
+    algo = make_algo(Algo(replay_size=100), make_agent(Agent))
+    assert algo.replay_buffer.prev_inputs is False
+    algo.replay_buffer.append_samples(algo.samples_to_buffer(fake_samples(box_spaces(), 4, 2)))
+    batch = algo.replay_buffer.sample_batch(4)
+    assert batch.agent_inputs.prev_action is None and batch.target_inputs.prev_reward is None
+
+
+
+def test_replay_gathers_prev_inputs_for_a_model_that_reads_them():
+    class PrevAwarePi(PiMlpModel):
+        uses_prev_action_reward = True
+
+    agent = SacAgent(ModelCls=PrevAwarePi, model_kwargs=SMALL, q_model_kwargs=SMALL)
+    agent.initialize(box_spaces())
+    assert make_algo(SAC(replay_size=100), agent).replay_buffer.prev_inputs is True
+
+
 def sac_setup(seed=0, **algo_kwargs):
     torch.manual_seed(seed)
     agent = make_agent(SacAgent)
@@ -739,7 +777,8 @@ def test_resume_from_state_dicts_is_exact(Agent, Algo):
     assert resumed_algo.update_counter == algo.update_counter
 
 
-def test_clip_grad_norms_matches_torch_per_group():
+@pytest.mark.parametrize("max_norm", [1.0, 25.0, 1e9])  # clip all, clip some, clip none
+def test_clip_grad_norms_matches_torch_per_group(max_norm):
     torch.manual_seed(0)
     groups = [[torch.nn.Parameter(torch.randn(5, 3)), torch.nn.Parameter(torch.randn(3))],
               [torch.nn.Parameter(torch.randn(4))]]
@@ -750,9 +789,9 @@ def test_clip_grad_norms_matches_torch_per_group():
     for group in reference:
         for p, q in zip(group, groups[reference.index(group)]):
             p.grad = q.grad.clone()
-    norms = clip_grad_norms(groups, 1.0)
+    norms = clip_grad_norms(groups, max_norm)
     for group, ref, norm in zip(groups, reference, norms):
-        expected = torch.nn.utils.clip_grad_norm_(ref, 1.0)
+        expected = torch.nn.utils.clip_grad_norm_(ref, max_norm)
         torch.testing.assert_close(norm, expected)
         for p, q in zip(group, ref):
             torch.testing.assert_close(p.grad, q.grad)

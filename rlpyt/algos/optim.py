@@ -239,7 +239,8 @@ def clip_grad_norms(
 
     Returns each group's total gradient norm before clipping (0-dim tensors).  Every
     gradient of a group is multiplied by ``min(1, max_norm / (norm + 1e-6))``; with
-    ``max_norm=None`` nothing is rescaled.
+    ``max_norm=None`` nothing is rescaled, and on CPU neither when every group's norm is
+    clearly below ``max_norm`` (the factor is then exactly 1).
     """
     grads, owners = [], []
     for i, params in enumerate(groups):
@@ -252,7 +253,10 @@ def clip_grad_norms(
     owner = _owner_index(tuple(owners), grads[0].device)
     squares = torch.stack(torch._foreach_norm(grads)).square()
     norms = squares.new_zeros(len(groups)).index_add_(0, owner, squares).sqrt()
-    if max_norm is not None:
+    skip = max_norm is None or (  # on CPU, reading the norm back is free
+        norms.device.type == "cpu" and float(norms.max()) < max_norm * (1 - _CLIP_MARGIN)
+    )
+    if not skip:  # (SAC's default max_norm of 1e9 never clips: the factor would be 1)
         scale = (max_norm / (norms + 1e-6)).clamp(max=1.0)
         torch._foreach_mul_(grads, list(scale[owner].unbind()))
     return list(norms.unbind())

@@ -38,7 +38,10 @@ SamplesToBufferTl = namedarraytuple("SamplesToBufferTl", SamplesToBuffer._fields
 def weighted_mean(values: torch.Tensor, weights: torch.Tensor | None) -> torch.Tensor:
     """``sum(values * weights)`` for weights from ``QpgAlgo.loss_weights``, or the plain
     mean when ``weights`` is None."""
-    return values.mean() if weights is None else (values * weights).sum()
+    if weights is None:
+        return values.mean()
+    # One dot product (one autograd node) for the usual [B] losses.
+    return torch.dot(values, weights) if values.dim() == 1 else (values * weights).sum()
 
 
 # ---- argument checks ---------------------------------------------------------------------
@@ -200,12 +203,24 @@ class QpgAlgo(RlAlgorithm):
                          else time_limit.TlUniformReplayBuffer)
         else:
             ReplayCls = uniform.AsyncUniformReplayBuffer if async_ else uniform.UniformReplayBuffer
-        return ReplayCls(
+        replay = ReplayCls(
             example=example,
             size=self.replay_size,
             B=batch_spec.B,
             discount=self.discount,
             n_step_return=self.n_step_return,
+        )
+        if hasattr(replay, "prev_inputs") and not self._models_use_prev_inputs():
+            replay.prev_inputs = False  # Skip gathering inputs that no model reads.
+        return replay
+
+    def _models_use_prev_inputs(self) -> bool:
+        """False only when the agent's policy and critic both declare
+        ``uses_prev_action_reward = False`` (as the ``rlpyt.models.qpg`` models do)."""
+        models = [getattr(self.agent, "model", None), getattr(self.agent, "q_model", None)]
+        return any(
+            getattr(type(getattr(m, "module", m)), "uses_prev_action_reward", True)
+            for m in models if m is not None
         )
 
     def buffer_example(self, examples):

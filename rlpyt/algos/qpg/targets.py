@@ -25,8 +25,12 @@ def bootstrap_target(
     A terminated window (``done_n``) does not bootstrap.  ``clip`` bounds ``y`` to
     ``[-clip, clip]`` (DDPG's ``q_target_clip``) when given.
     """
-    not_done = 1 - done_n.to(next_value.dtype)
-    y = reward_scale * return_ + discount_n * not_done * next_value
+    if reward_scale != 1:
+        return_ = reward_scale * return_
+    # The terminated windows' next values masked to zero: one op where the product with
+    # ``1 - done_n`` took three (and a non-finite value there cannot leak into y).
+    masked = next_value.masked_fill(done_n if done_n.dtype == torch.bool else done_n != 0, 0)
+    y = torch.add(return_, masked, alpha=discount_n)
     return y if clip is None else y.clamp(-clip, clip)
 
 

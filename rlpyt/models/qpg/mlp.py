@@ -57,7 +57,14 @@ def _check_action_size(owner: str, action_size) -> int:
 
 
 class _ObservationMlp(torch.nn.Module):
-    """Flattens the observation's data dims and handles the leading dims."""
+    """Flattens the observation's data dims and handles the leading dims.
+
+    ``uses_prev_action_reward = False``: these models ignore ``prev_action`` and
+    ``prev_reward``, so the replay buffer of DDPG, TD3 and SAC skips gathering them (they
+    arrive as ``None``).
+    """
+
+    uses_prev_action_reward = False
 
     def __init__(self, observation_shape):
         super().__init__()
