@@ -260,6 +260,34 @@ def test_sample_loglikelihood_is_reparameterised_and_correct(gauss_data):
     assert log_std.grad is not None and log_std.grad.abs().sum() > 0
 
 
+@pytest.mark.parametrize("squash", [1.0, 2.5, None])
+def test_fused_sample_loglikelihood_equals_the_plain_composition(squash):
+    """The fused log-likelihood equals log N(noise) - log|det| built from the plain helpers,
+    in value and gradient, tails included."""
+    g = torch.Generator().manual_seed(1)
+    mean = (torch.randn(64, 3, generator=g) * 15).requires_grad_()  # |u| up to ~50
+    log_std = torch.randn(64, 3, generator=g).requires_grad_()
+    dist = Gaussian(3, squash=squash, min_std=math.exp(-20), max_std=math.exp(2))
+    torch.manual_seed(5)
+    sample, logli = dist.sample_loglikelihood(DistInfoStd(mean, log_std))
+    torch.manual_seed(5)
+    noise = torch.randn_like(mean)
+    clamped = log_std.clamp(-20, 2)
+    pre_squash = mean + torch.exp(clamped) * noise
+    ref = Gaussian._normal_log_prob_from_noise(noise, clamped)
+    ref_sample = pre_squash
+    if squash is not None:
+        ref = ref - dist._squash_log_det(pre_squash)
+        ref_sample = squash * torch.tanh(pre_squash)
+    torch.testing.assert_close(sample, ref_sample)
+    torch.testing.assert_close(logli, ref)
+    grads = torch.autograd.grad(sample.sum() + logli.sum(), [mean, log_std])
+    ref_grads = torch.autograd.grad(ref_sample.sum() + ref.sum(), [mean, log_std])
+    for got, want in zip(grads, ref_grads):
+        torch.testing.assert_close(got, want)
+    assert torch.isfinite(logli).all()
+
+
 def test_sample_loglikelihood_unsquashed_matches_normal(gauss_data):
     _, new, _, _ = gauss_data
     sample, logli = Gaussian(2).sample_loglikelihood(new)
@@ -360,6 +388,26 @@ def test_epsilon_zero_is_greedy_and_one_is_uniform():
     samples = dist.sample(torch.zeros(40000, 4) + torch.tensor([0.0, 0.0, 5.0, 0.0]))
     freq = torch.bincount(samples, minlength=4).float() / samples.numel()
     torch.testing.assert_close(freq, torch.full((4,), 0.25), atol=0.01, rtol=0)
+
+
+def plain_epsilon_greedy_sample(q, eps, dim):
+    """The textbook draw: greedy, then rand < eps picks a uniform action."""
+    greedy = torch.argmax(q, dim=-1)
+    explore = torch.rand(greedy.shape) < torch.as_tensor(eps, dtype=torch.float32)
+    return torch.where(explore, torch.randint_like(greedy, high=dim), greedy)
+
+
+@pytest.mark.parametrize("eps", [0.3, [0.0, 0.4, 1.0]])
+def test_epsilon_greedy_sample_matches_plain_draw_and_follows_set_epsilon(eps):
+    q = torch.randn(50, 3, 4)
+    dist = EpsilonGreedy(4, epsilon=eps)
+    for epsilon in (eps, 0.7):  # set_epsilon must refresh the cached per-device copy
+        dist.set_epsilon(epsilon)
+        torch.manual_seed(3)
+        got = dist.sample(q)
+        torch.manual_seed(3)
+        assert torch.equal(got, plain_epsilon_greedy_sample(q, epsilon, 4))
+        assert got.dtype == torch.long
 
 
 def test_per_env_epsilon_broadcasts_over_time():

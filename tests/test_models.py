@@ -325,6 +325,41 @@ def test_ff_models_leading_dims_agree(name):
                 torch.testing.assert_close(out_b[b], out_single)
 
 
+@pytest.mark.parametrize("Model", [CategoricalPgMlpModel, GaussianPgMlpModel])
+def test_pg_mlp_direct_layer_calls_match_module_calls(Model):
+    """The PG MLPs call F.linear on their layers' parameters directly; the outputs must be
+    those of the plain module calls, hooks must still run, and reassigned parameters be used."""
+    torch.manual_seed(0)
+    model = Model((3, 2), 2)
+    obs = torch.randn(4, 5, 3, 2)
+
+    def plain(o):
+        flat = o.reshape(-1, 6)
+        head = model.pi(flat)
+        head = torch.softmax(head, -1) if Model is CategoricalPgMlpModel else head
+        return head.reshape(4, 5, 2), model.v(flat).reshape(4, 5)
+
+    out = model(obs, None, None)
+    expected = plain(obs)
+    torch.testing.assert_close(out[0], expected[0], rtol=0, atol=0)
+    torch.testing.assert_close(out[-1], expected[1], rtol=0, atol=0)
+    model.v.model[2].weight = torch.nn.Parameter(torch.zeros(64, 64))
+    torch.testing.assert_close(model(obs, None, None)[-1], plain(obs)[1], rtol=0, atol=0)
+    calls = []
+    model.pi.model[1].register_forward_hook(lambda *args: calls.append("layer"))
+    model.v.register_forward_hook(lambda *args: calls.append("mlp"))
+    model(obs[0, 0], None, None)
+    assert calls == ["layer", "mlp"]
+
+
+def test_pg_mlp_flattens_multi_dim_observations_without_leading_dims():
+    model = CategoricalPgMlpModel((3, 2), 2)
+    obs = torch.randn(3, 2)
+    pi, v = model(obs, None, None)
+    assert pi.shape == (2,) and v.shape == ()
+    torch.testing.assert_close(model(obs[None], None, None)[0][0], pi)
+
+
 @pytest.mark.parametrize("name", sorted(RNN_MODELS))
 def test_rnn_models_sequence_equals_stepping(name):
     kind, make = RNN_MODELS[name]

@@ -560,3 +560,40 @@ def test_traj_info_subclass_gets_each_envs_step_inputs(CollectorCls):
             assert action == agent.action[t, b].item()
             assert value == agent.agent_info.value[t, b].item()
             np.testing.assert_array_equal(prob, agent.agent_info.dist_info.prob[t, b].numpy())
+
+
+def test_pg_agent_step_returns_detached_outputs():
+    """A Gaussian agent's log_std is a view of a parameter (requires_grad even under
+    no_grad); step must hand the sampler detached tensors (numpy views need them)."""
+    from rlpyt.agents.pg.gaussian import GaussianPgAgent
+
+    env = make(id="Pendulum-v1")
+    agent = GaussianPgAgent()
+    agent.initialize(env.spaces)
+    agent.sample_mode(0)
+    obs = torch.zeros(3, *env.spaces.observation.shape)
+    step = agent.step(obs, torch.zeros(3, 1), torch.zeros(3))
+    leaves = [step.action, *step.agent_info.dist_info, step.agent_info.value]
+    assert not any(x.requires_grad for x in leaves)
+    assert step.agent_info.dist_info.log_std.shape == (3, 1)
+
+
+def test_eval_collector_passes_agent_info_only_to_traj_infos_that_read_it():
+    from rlpyt.envs.traj_info import reads_agent_info
+
+    assert not reads_agent_info(TrajInfo()) and reads_agent_info(RecordingTrajInfo())
+
+    def run(TrajInfoCls):
+        envs = [make(id="CartPole-v1") for _ in range(2)]
+        for i, env in enumerate(envs):
+            env.seed(i)
+        agent = CategoricalPgAgent()
+        torch.manual_seed(0)
+        agent.initialize(envs[0].spaces)
+        torch.manual_seed(1)
+        return SerialEvalCollector(envs, agent, TrajInfoCls, max_trajectories=3
+                                   ).collect_evaluation(0)
+
+    plain, recorded = run(TrajInfo), run(RecordingTrajInfo)
+    assert [(t.Length, t.Return) for t in plain] == [(t.Length, t.Return) for t in recorded]
+    assert all(len(t._seen) == t.Length for t in recorded)

@@ -43,6 +43,7 @@ class EpsilonGreedy(DiscreteMixin, Distribution):
                 f"epsilon must be a probability or a [B] vector of them, got {epsilon!r}"
             )
         self._epsilon = eps
+        self._epsilon_device = eps  # epsilon on the device of the last sample
 
     @property
     def epsilon(self) -> torch.Tensor:
@@ -53,7 +54,9 @@ class EpsilonGreedy(DiscreteMixin, Distribution):
         return dist_info
 
     def _epsilon_on(self, lead_shape: torch.Size, device: torch.device) -> torch.Tensor:
-        eps = self._epsilon.to(device)
+        eps = self._epsilon_device
+        if eps.device != device:  # Copied once per device change, not every step.
+            eps = self._epsilon_device = self._epsilon.to(device)
         if eps.dim() == 1 and (len(lead_shape) == 0 or lead_shape[-1] != eps.shape[0]):
             raise ValueError(
                 f"per-environment epsilon of shape {list(eps.shape)} does not match the last "
@@ -63,12 +66,11 @@ class EpsilonGreedy(DiscreteMixin, Distribution):
 
     def sample(self, dist_info: torch.Tensor) -> torch.Tensor:
         """Greedy actions, each replaced by a uniform random action w.p. epsilon."""
-        values = self._greedy_values(dist_info)
-        greedy = torch.argmax(values, dim=-1)
-        eps = self._epsilon_on(greedy.shape, greedy.device)
-        explore = torch.rand(greedy.shape, device=greedy.device) < eps
-        random_actions = torch.randint_like(greedy, high=self.dim)
-        return torch.where(explore, random_actions, greedy).to(self.dtype)
+        greedy = self._greedy_values(dist_info).argmax(-1)
+        device = greedy.device
+        explore = torch.rand(greedy.shape, device=device) < self._epsilon_on(greedy.shape, device)
+        action = torch.randint_like(greedy, high=self.dim).where(explore, greedy)
+        return action if action.dtype == self.dtype else action.to(self.dtype)
 
     def probs(self, dist_info: torch.Tensor) -> torch.Tensor:
         """Action probabilities ``[..., dim]`` of the epsilon-greedy policy."""

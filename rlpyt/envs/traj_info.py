@@ -54,3 +54,13 @@ class TrajInfo(AttrDict):
     def terminate(self, observation: Any) -> TrajInfo:
         """Called once when the trajectory ends; returns ``self`` for logging."""
         return self
+
+
+def reads_agent_info(traj_info: TrajInfo) -> bool:
+    """Whether ``traj_info.step`` may read its ``agent_info`` argument.
+
+    The base ``TrajInfo.step`` reads only reward, done and env_info, so samplers can
+    pass ``None`` instead of building each env's ``agent_info`` view every step; any
+    class that overrides ``step`` is assumed to read it.
+    """
+    return getattr(type(traj_info), "step", None) is not TrajInfo.step

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from rlpyt.agents.base import AgentInputs
-from rlpyt.envs.traj_info import TrajInfo
+from rlpyt.envs.traj_info import reads_agent_info
 from rlpyt.samplers.eval import EvalCollector
 from rlpyt.utils.buffer import buffer_from_example, numpify_buffer, torchify_buffer
 
@@ -76,7 +76,7 @@ class BaseCollector:
         self.has_traj_done = "traj_done" in getattr(env_info, "_fields", ())
         # The base TrajInfo.step reads only reward, done and env_info, so collectors
         # need not build each env's agent_info view for it.
-        self.traj_uses_agent_info = type(TrajInfoCls()).step is not TrajInfo.step
+        self.traj_uses_agent_info = reads_agent_info(TrajInfoCls())
 
     def start_agent(self):
         if self.agent is not None:

@@ -20,6 +20,7 @@ import warnings
 import numpy as np
 
 from rlpyt.agents.base import AgentInputs
+from rlpyt.envs.traj_info import reads_agent_info
 from rlpyt.utils.buffer import buffer_from_example, numpify_buffer, torchify_buffer
 
 __all__ = ["EvalCollector"]
@@ -80,15 +81,20 @@ class EvalCollector:
         # clears only the evaluation state.
         self.agent.eval_mode(itr)
         self.agent.reset()
+        pass_agent_info = reads_agent_info(traj_infos[0]) if traj_infos else False
+        has_traj_done = None  # Decided from the first env_info: its fields never change.
         while active.any():
             agent_step = self.agent.step(*inputs_pyt)
             action[:] = numpify_buffer(agent_step.action)
-            agent_info = numpify_buffer(agent_step.agent_info)
+            agent_info = numpify_buffer(agent_step.agent_info) if pass_agent_info else None
             for b in np.flatnonzero(active):
                 o, r, d, env_info = self.envs[b].step(action[b])
                 n_steps += 1
-                traj_infos[b].step(observation[b], action[b], r, d, agent_info[b], env_info)
-                if getattr(env_info, "traj_done", d):
+                info_b = agent_info[b] if pass_agent_info else None
+                traj_infos[b].step(observation[b], action[b], r, d, info_b, env_info)
+                if has_traj_done is None:
+                    has_traj_done = hasattr(env_info, "traj_done")
+                if env_info.traj_done if has_traj_done else d:
                     completed.append(traj_infos[b].terminate(o))
                     if n_steps < self.max_steps and n_started < self.max_trajectories:
                         traj_infos[b] = self.TrajInfoCls()

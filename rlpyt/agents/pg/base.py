@@ -47,11 +47,15 @@ class BasePgAgent(BaseAgent):
     @torch.no_grad()
     def step(self, observation, prev_action, prev_reward) -> AgentStep:
         inputs = self.model_inputs(observation, prev_action, prev_reward)
-        *dist_params, value = self.model(*inputs)
+        # Detach the model's outputs here rather than walking the finished AgentStep.
+        *dist_params, value = [_detached(x) for x in self.model(*inputs)]
         dist_info = self.make_dist_info(*dist_params)
-        action = self.select_action(dist_info)
-        agent_info = AgentInfo(dist_info, value)
-        return _to_cpu(AgentStep(action, agent_info), self.device)
+        action = _detached(self.select_action(dist_info))
+        agent_step = AgentStep(action, AgentInfo(dist_info, value))
+        if self.device.type != "cpu":
+            # Blocking copies, as in _to_cpu.
+            agent_step = buffer_method(agent_step, "cpu")
+        return agent_step
 
     def select_action(self, dist_info):
         return self.distribution.sample(dist_info)

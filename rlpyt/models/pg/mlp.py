@@ -83,8 +83,45 @@ class _FfActorCritic(ObservationNormalizerMixin, torch.nn.Module):
 
     def _trunk_inputs(self, observation):
         lead_dim, T, B, _ = infer_leading_dims(observation, self._obs_ndim)
-        obs = self.normalize_obs(observation).reshape(T * B, -1)
+        obs = self.normalize_obs(observation)
+        if lead_dim != 1 or self._obs_ndim != 1:  # [B, features] is already the MLP's input
+            obs = obs.reshape(T * B, -1)
         return obs, (lead_dim, T, B)
+
+    def _heads(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Outputs of the policy and value MLPs on ``obs`` ``[N, input_size]``."""
+        return _run_mlp(self.pi, obs), _run_mlp(self.v, obs)
+
+
+def _hooked(module: torch.nn.Module) -> bool:
+    return bool(
+        module._forward_pre_hooks
+        or module._forward_hooks
+        or module._backward_pre_hooks
+        or module._backward_hooks
+    )
+
+
+def _run_mlp(mlp: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """``mlp(x)`` for an ``MlpModel``, calling ``F.linear`` and the nonlinearities directly.
+
+    ``nn.Module.__call__`` and ``Linear.forward``'s parameter look-ups are half the
+    cost of these small MLPs at sampling batch sizes.  Parameters are read from each
+    layer's ``_parameters`` dict on every call (so reassigned or reloaded parameters
+    are used), and any module carrying hooks, or an MLP of another type, goes through
+    ``__call__`` as usual.
+    """
+    if type(mlp) is not MlpModel or _hooked(mlp):
+        return mlp(x)
+    for layer in mlp.model._modules.values():
+        if _hooked(layer):
+            x = layer(x)
+        elif type(layer) is torch.nn.Linear:
+            params = layer._parameters
+            x = F.linear(x, params["weight"], params["bias"])
+        else:
+            x = layer.forward(x)
+    return x
 
 
 class CategoricalPgMlpModel(_FfActorCritic):
@@ -129,9 +166,8 @@ class CategoricalPgMlpModel(_FfActorCritic):
         self, observation: torch.Tensor, prev_action: torch.Tensor, prev_reward: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         obs, lead = self._trunk_inputs(observation)
-        pi = F.softmax(self.pi(obs), dim=-1)
-        v = self.v(obs).squeeze(-1)
-        return restore_leading_dims((pi, v), *lead)
+        logits, v = self._heads(obs)
+        return restore_leading_dims((F.softmax(logits, dim=-1), v.squeeze(-1)), *lead)
 
 
 class GaussianPgMlpModel(_FfActorCritic):
@@ -174,9 +210,8 @@ class GaussianPgMlpModel(_FfActorCritic):
         self, observation: torch.Tensor, prev_action: torch.Tensor, prev_reward: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         obs, lead = self._trunk_inputs(observation)
-        mu = self.pi(obs)
-        v = self.v(obs).squeeze(-1)
-        return restore_leading_dims((mu, self.log_std.expand_as(mu), v), *lead)
+        mu, v = self._heads(obs)
+        return restore_leading_dims((mu, self.log_std.expand_as(mu), v.squeeze(-1)), *lead)
 
 
 class _LstmActorCritic(ObservationNormalizerMixin, torch.nn.Module):

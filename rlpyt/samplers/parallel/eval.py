@@ -14,6 +14,8 @@ import math
 
 import numpy as np
 
+from rlpyt.envs.traj_info import reads_agent_info
+
 __all__ = ["EvalCounter", "EvalEnvGroup", "hard_step_limit"]
 
 
@@ -107,12 +109,16 @@ class EvalEnvGroup:
         self.null_action = envs[0].action_space.null_value() if envs else None
         self.traj_infos = []
         self.completed = []
+        self._pass_agent_info = True
+        self._has_traj_done = None
         self.n_dropped = 0
 
     def start(self, n_start: int) -> None:
         """Reset every env; envs whose global rank is below ``n_start`` are active."""
         self.traj_infos = [self.TrajInfoCls() for _ in self.envs]
         self.completed, self.n_dropped = [], 0
+        self._pass_agent_info = bool(self.traj_infos) and reads_agent_info(self.traj_infos[0])
+        self._has_traj_done = None  # Decided from the first env_info: its fields never change.
         for b, env in enumerate(self.envs):
             self.observation[b] = env.reset()
         self.action[:] = self.null_action
@@ -127,9 +133,11 @@ class EvalEnvGroup:
             env = self.envs[b]
             o, r, d, env_info = env.step(self.action[b])
             pending += 1
-            info_b = None if agent_info is None else agent_info[b]
+            info_b = agent_info[b] if agent_info is not None and self._pass_agent_info else None
             self.traj_infos[b].step(self.observation[b], self.action[b], r, d, info_b, env_info)
-            if getattr(env_info, "traj_done", d):
+            if self._has_traj_done is None:
+                self._has_traj_done = hasattr(env_info, "traj_done")
+            if env_info.traj_done if self._has_traj_done else d:
                 self.completed.append(self.traj_infos[b].terminate(o))
                 if self.counter.try_start(pending):
                     self.traj_infos[b] = self.TrajInfoCls()
