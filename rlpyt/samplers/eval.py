@@ -82,7 +82,6 @@ class EvalCollector:
         self.agent.eval_mode(itr)
         self.agent.reset()
         pass_agent_info = reads_agent_info(traj_infos[0]) if traj_infos else False
-        has_traj_done = None  # Decided from the first env_info: its fields never change.
         while active.any():
             agent_step = self.agent.step(*inputs_pyt)
             action[:] = numpify_buffer(agent_step.action)
@@ -92,9 +91,7 @@ class EvalCollector:
                 n_steps += 1
                 info_b = agent_info[b] if pass_agent_info else None
                 traj_infos[b].step(observation[b], action[b], r, d, info_b, env_info)
-                if has_traj_done is None:
-                    has_traj_done = hasattr(env_info, "traj_done")
-                if env_info.traj_done if has_traj_done else d:
+                if getattr(env_info, "traj_done", d):
                     completed.append(traj_infos[b].terminate(o))
                     if n_steps < self.max_steps and n_started < self.max_trajectories:
                         traj_infos[b] = self.TrajInfoCls()

@@ -110,7 +110,6 @@ class EvalEnvGroup:
         self.traj_infos = []
         self.completed = []
         self._pass_agent_info = True
-        self._has_traj_done = None
         self.n_dropped = 0
 
     def start(self, n_start: int) -> None:
@@ -118,7 +117,6 @@ class EvalEnvGroup:
         self.traj_infos = [self.TrajInfoCls() for _ in self.envs]
         self.completed, self.n_dropped = [], 0
         self._pass_agent_info = bool(self.traj_infos) and reads_agent_info(self.traj_infos[0])
-        self._has_traj_done = None  # Decided from the first env_info: its fields never change.
         for b, env in enumerate(self.envs):
             self.observation[b] = env.reset()
         self.action[:] = self.null_action
@@ -135,9 +133,7 @@ class EvalEnvGroup:
             pending += 1
             info_b = agent_info[b] if agent_info is not None and self._pass_agent_info else None
             self.traj_infos[b].step(self.observation[b], self.action[b], r, d, info_b, env_info)
-            if self._has_traj_done is None:
-                self._has_traj_done = hasattr(env_info, "traj_done")
-            if env_info.traj_done if self._has_traj_done else d:
+            if getattr(env_info, "traj_done", d):
                 self.completed.append(self.traj_infos[b].terminate(o))
                 if self.counter.try_start(pending):
                     self.traj_infos[b] = self.TrajInfoCls()
