@@ -19,10 +19,13 @@ from torch.autograd import graph as _autograd_graph
 from torch.optim import optimizer as _optimizer_module
 
 __all__ = [
+    "DirectOptimizerStep",
+    "ForeachRmspropStep",
     "FusedAdamStep",
     "backward",
     "clip_grad_norm",
     "clip_grad_norms",
+    "direct_step_for",
     "make_optimizer",
 ]
 
@@ -85,26 +88,20 @@ def clip_grad_norm_no_grad(params: list[torch.Tensor], max_norm: float | None) -
     return total
 
 
-class FusedAdamStep:
-    """``optimizer.step()`` for fused ``torch.optim.Adam`` / ``AdamW`` optimizers, minus
-    the overhead.
-
-    Calls ``torch._fused_adam_`` (``_fused_adamw_``) on the optimizers' parameters and
-    state as ``Adam.step`` does for ``fused=True``, reading ``lr``, ``betas``, ``eps``,
-    ``weight_decay``, ``amsgrad`` and ``maximize`` from the param groups at every call
-    (so learning-rate schedules still apply): the same update, and each optimizer's
-    ``state_dict`` stays the one source of truth.  Several optimizers (SAC's policy,
-    critic and temperature) are stepped together, one kernel call per param group.  The
-    per-parameter step counters are made views of one tensor per group, so that
-    counting a step is one call (on CPU a "foreach" add loops over the tensors one call
-    each).  Falls back to each ``optimizer.step()`` whenever that would do something
-    else: before the state is initialized (the first step), when a parameter has no
-    gradient, with step hooks, or with a grad scaler's ``grad_scale`` / ``found_inf``.
-
-    Args:
-        optimizers: the optimizer, or a sequence of optimizers, to step together (each
-            must satisfy ``applies``).
+class DirectOptimizerStep:
+    """Base of ``FusedAdamStep`` and ``ForeachRmspropStep``: call the optimizer's own
+    kernels on cached lists of its parameters and state, and fall back to each
+    ``optimizer.step()`` whenever that would do something else: before the state is
+    initialized (the first step), when a parameter has no gradient, with step hooks, with
+    a grad scaler's ``grad_scale`` / ``found_inf``, or with options the subclass does not
+    handle (``_group_ok``).  Hyperparameters are read from the param groups at every call
+    (so learning-rate schedules still apply), and each optimizer's ``state_dict`` stays
+    the one source of truth.  The per-parameter step counters are made views of one
+    tensor per group, so that counting a step is one call (on CPU a "foreach" add loops
+    over the tensors one call each).
     """
+
+    kind = "optimizer"
 
     def __init__(self, optimizers: torch.optim.Optimizer | Sequence[torch.optim.Optimizer]):
         if isinstance(optimizers, torch.optim.Optimizer):
@@ -112,29 +109,23 @@ class FusedAdamStep:
         self.optimizers = list(optimizers)
         for optimizer in self.optimizers:
             if not self.applies(optimizer):
-                raise ValueError(f"FusedAdamStep needs fused torch.optim.Adam or AdamW "
-                                 f"optimizers, got {optimizer!r}")
+                raise ValueError(f"{type(self).__name__} needs {self.kind} optimizers, "
+                                 f"got {optimizer!r}")
         self._key = None  # Identity of the state the cached tensor lists belong to.
         self._groups: list[tuple] = []
 
-    @staticmethod
-    def applies(optimizer: torch.optim.Optimizer) -> bool:
-        """True for Adam/AdamW with ``fused=True`` (and not ``differentiable``) in every
-        group, when this torch has the fused kernels."""
-        if type(optimizer) not in _FUSABLE:
-            return False
-        if not (hasattr(torch, "_fused_adam_") and hasattr(torch, "_fused_adamw_")):
-            return False
-        return all(g.get("fused") and not g.get("differentiable") for g in optimizer.param_groups)
+    @classmethod
+    def applies(cls, optimizer: torch.optim.Optimizer) -> bool:
+        raise NotImplementedError
 
     @classmethod
-    def for_optimizers(cls, *optimizers: torch.optim.Optimizer) -> FusedAdamStep | None:
-        """A ``FusedAdamStep`` over ``optimizers`` if every one qualifies, else None."""
+    def for_optimizers(cls, *optimizers: torch.optim.Optimizer):
+        """An instance over ``optimizers`` if every one qualifies, else None."""
         return cls(optimizers) if all(cls.applies(o) for o in optimizers) else None
 
     @torch.no_grad()
     def step(self) -> None:
-        """One Adam update of every parameter from its ``.grad``."""
+        """One update of every parameter from its ``.grad``."""
         self.step_no_grad()
 
     def step_no_grad(self) -> None:
@@ -143,19 +134,16 @@ class FusedAdamStep:
             for optimizer in self.optimizers:
                 optimizer.step()
             return
-        for group, params, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, all_steps in self._groups:
-            beta1, beta2 = group["betas"]
-            kernel = (torch._fused_adamw_ if group.get("decoupled_weight_decay", False)
-                      else torch._fused_adam_)
-            all_steps.add_(1)  # Every parameter's step counter (views of all_steps).
-            kernel(params, [p.grad for p in params], exp_avgs, exp_avg_sqs, max_exp_avg_sqs,
-                   steps, amsgrad=group["amsgrad"], lr=group["lr"], beta1=float(beta1),
-                   beta2=float(beta2), weight_decay=group["weight_decay"], eps=group["eps"],
-                   maximize=group["maximize"], grad_scale=None, found_inf=None)
+        for cached in self._groups:
+            cached[-1].add_(1)  # Every parameter's step counter (views of one tensor).
+            self._update(*cached)
 
-    def _state_key(self) -> list[tuple]:
-        # The objects themselves (not their ids): holding them keeps identity meaningful.
-        return [(o.state, o.param_groups, len(o.param_groups)) for o in self.optimizers]
+    def _update(self, group: dict, params: list, *state) -> None:
+        raise NotImplementedError
+
+    def _state_tensors(self, group: dict, states: list[dict]) -> tuple | None:
+        """The group's state tensor lists in ``_update``'s order (None: not handled)."""
+        raise NotImplementedError
 
     def _key_matches(self) -> bool:
         key = self._key
@@ -183,27 +171,123 @@ class FusedAdamStep:
 
     def _cache_state(self) -> bool:
         """Collect each group's parameters and state tensors; False if any state is missing
-        (not stepped yet), so that ``Adam.step`` initializes it."""
+        (not stepped yet, so that ``step()`` initializes it) or not handled here."""
         groups = []
         self._key = None
         for opt in self.optimizers:
             for group in opt.param_groups:
                 params = list(group["params"])
                 states = [opt.state.get(p) for p in params]
-                if any(not s or "exp_avg" not in s for s in states):
+                if any(not s or "step" not in s for s in states):
                     return False
                 if len({(p.device, p.dtype) for p in params}) != 1:
-                    return False  # Adam.step groups such parameters by device itself.
+                    return False  # step() groups such parameters by device itself.
+                tensors = self._state_tensors(group, states)
+                if tensors is None:
+                    return False
                 all_steps = torch.stack([s["step"] for s in states])
                 for i, s in enumerate(states):
                     s["step"] = all_steps[i]
-                max_sqs = [s["max_exp_avg_sq"] for s in states] if group["amsgrad"] else []
-                groups.append((group, params, [s["exp_avg"] for s in states],
-                               [s["exp_avg_sq"] for s in states], max_sqs,
-                               [s["step"] for s in states], all_steps))
+                groups.append((group, params, *tensors, [s["step"] for s in states],
+                               all_steps))
         self._groups = groups
-        self._key = self._state_key()
+        self._key = [(o.state, o.param_groups, len(o.param_groups)) for o in self.optimizers]
         return True
+
+
+class FusedAdamStep(DirectOptimizerStep):
+    """``optimizer.step()`` for fused ``torch.optim.Adam`` / ``AdamW`` optimizers, minus
+    the overhead.
+
+    Calls ``torch._fused_adam_`` (``_fused_adamw_``) on the optimizers' parameters and
+    state as ``Adam.step`` does for ``fused=True``: the same update.  Several optimizers
+    (SAC's policy, critic and temperature) are stepped together, one kernel call per
+    param group.  Falls back to ``optimizer.step()`` as described in ``DirectOptimizerStep``.
+
+    Args:
+        optimizers: the optimizer, or a sequence of optimizers, to step together (each
+            must satisfy ``applies``).
+    """
+
+    kind = "fused torch.optim.Adam or AdamW"
+
+    @classmethod
+    def applies(cls, optimizer: torch.optim.Optimizer) -> bool:
+        """True for Adam/AdamW with ``fused=True`` (and not ``differentiable``) in every
+        group, when this torch has the fused kernels."""
+        if type(optimizer) not in _FUSABLE:
+            return False
+        if not (hasattr(torch, "_fused_adam_") and hasattr(torch, "_fused_adamw_")):
+            return False
+        return all(g.get("fused") and not g.get("differentiable") for g in optimizer.param_groups)
+
+    def _state_tensors(self, group, states):
+        if any("exp_avg" not in s for s in states):
+            return None
+        max_sqs = [s["max_exp_avg_sq"] for s in states] if group["amsgrad"] else []
+        return [s["exp_avg"] for s in states], [s["exp_avg_sq"] for s in states], max_sqs
+
+    def _update(self, group, params, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, _):
+        beta1, beta2 = group["betas"]
+        kernel = (torch._fused_adamw_ if group.get("decoupled_weight_decay", False)
+                  else torch._fused_adam_)
+        kernel(params, [p.grad for p in params], exp_avgs, exp_avg_sqs, max_exp_avg_sqs,
+               steps, amsgrad=group["amsgrad"], lr=group["lr"], beta1=float(beta1),
+               beta2=float(beta2), weight_decay=group["weight_decay"], eps=group["eps"],
+               maximize=group["maximize"], grad_scale=None, found_inf=None)
+
+
+class ForeachRmspropStep(DirectOptimizerStep):
+    """``optimizer.step()`` for ``torch.optim.RMSprop`` (A2C's classic optimizer), minus
+    the overhead.
+
+    The five multi-tensor ops of RMSprop's foreach implementation, in its order, on
+    cached lists (``square_avg = alpha * square_avg + (1 - alpha) * grad^2``,
+    ``param -= lr * grad / (sqrt(square_avg) + eps)``): the same update, without
+    ``RMSprop.step``'s per-call hooks, state lookups and regrouping of tensors, which cost
+    several times the arithmetic for a small network.  Handles plain RMSprop (no
+    ``momentum``, ``centered``, ``weight_decay``, ``maximize``, ``capturable`` or
+    ``differentiable``) on real parameters; anything else, and everything
+    ``DirectOptimizerStep`` lists, takes ``optimizer.step()``.
+
+    Args:
+        optimizers: the optimizer, or a sequence of optimizers, to step together.
+    """
+
+    kind = "torch.optim.RMSprop"
+
+    @classmethod
+    def applies(cls, optimizer: torch.optim.Optimizer) -> bool:
+        return type(optimizer) is torch.optim.RMSprop
+
+    def _state_tensors(self, group, states):
+        plain = (group["momentum"] == 0 and not group["centered"]
+                 and group["weight_decay"] == 0 and not group["maximize"]
+                 and not group.get("capturable") and not group.get("differentiable")
+                 and not any(torch.is_complex(p) for p in group["params"]))
+        if not plain or any("square_avg" not in s for s in states):
+            return None
+        return ([s["square_avg"] for s in states],)
+
+    def _update(self, group, params, square_avgs, steps, _):
+        alpha, lr, grads = group["alpha"], group["lr"], [p.grad for p in params]
+        if isinstance(lr, torch.Tensor):
+            lr = lr.item()  # as RMSprop.step does for a tensor learning rate
+        torch._foreach_mul_(square_avgs, alpha)
+        torch._foreach_addcmul_(square_avgs, grads, grads, value=1 - alpha)
+        avg = torch._foreach_sqrt(square_avgs)
+        torch._foreach_add_(avg, group["eps"])
+        torch._foreach_addcdiv_(params, grads, avg, value=-lr)
+
+
+def direct_step_for(*optimizers: torch.optim.Optimizer) -> DirectOptimizerStep | None:
+    """A ``FusedAdamStep`` or ``ForeachRmspropStep`` over ``optimizers`` when one of
+    them handles all of them, else None (use ``optimizer.step()``)."""
+    for cls in (FusedAdamStep, ForeachRmspropStep):
+        stepper = cls.for_optimizers(*optimizers)
+        if stepper is not None:
+            return stepper
+    return None
 
 
 def make_optimizer(OptimCls, params, lr: float, optim_kwargs: dict | None = None):

@@ -18,10 +18,10 @@ from rlpyt.algos.base import RlAlgorithm
 from rlpyt.algos.dqn.replay import SamplesToBuffer, SamplesToBufferTl, replay_buffer_class
 from rlpyt.algos.dqn.targets import n_step_q_target
 from rlpyt.algos.optim import (
-    FusedAdamStep,
     backward,
     clip_grad_norm,
     clip_grad_norm_no_grad,
+    direct_step_for,
     make_optimizer,
 )
 from rlpyt.replays.uniform import UniformReplay
@@ -206,7 +206,7 @@ class DQN(RlAlgorithm):
         self._params = [p for group in self.optimizer.param_groups for p in group["params"]]
         # The fused Adam kernel called directly (same update): Adam.step's bookkeeping
         # costs more than the kernel for small networks.
-        self._fused_step = FusedAdamStep.for_optimizers(self.optimizer)
+        self._direct_step = direct_step_for(self.optimizer)
         self._optimize_calls = 0
 
     def _setup(self, agent, n_itr, batch_spec, mid_batch_reset, examples, world_size):
@@ -341,10 +341,10 @@ class DQN(RlAlgorithm):
         return loss.detach(), grad_norm, priorities
 
     def _optimizer_step(self) -> None:
-        fused = getattr(self, "_fused_step", None)
-        if fused is not None and fused.optimizers == [self.optimizer]:
+        direct = getattr(self, "_direct_step", None)
+        if direct is not None and direct.optimizers == [self.optimizer]:
             with torch.no_grad():
-                fused.step_no_grad()
+                direct.step_no_grad()
         else:
             self.optimizer.step()
 

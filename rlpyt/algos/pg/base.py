@@ -12,7 +12,7 @@ import torch
 
 from rlpyt.agents.base import AgentInputs
 from rlpyt.algos.base import RlAlgorithm
-from rlpyt.algos.optim import FusedAdamStep, backward, clip_grad_norm, make_optimizer
+from rlpyt.algos.optim import backward, clip_grad_norm, direct_step_for, make_optimizer
 from rlpyt.utils.buffer import buffer_method, buffer_to
 from rlpyt.utils.returns import (
     generalized_advantage_estimation,
@@ -28,6 +28,15 @@ OptInfo = namedtuple("OptInfo", ["loss", "gradNorm", "entropy", "perplexity"])
 def linear_decay(itr: int, n_itr: int) -> float:
     """Factor falling linearly from 1 at ``itr=0`` to 0 at ``itr=n_itr`` (then staying 0)."""
     return max(0.0, (n_itr - itr) / n_itr)
+
+
+def _numpy_views(*tensors):
+    """numpy views of CPU tensors that need no gradient (None passes through), or None
+    if any tensor is elsewhere."""
+    for t in tensors:
+        if t is not None and (not isinstance(t, torch.Tensor) or not t.is_cpu or t.requires_grad):
+            return None
+    return tuple(None if t is None else t.numpy() for t in tensors)
 
 
 def check_in_range(owner: str, name: str, value, low, high, low_open: bool = False) -> None:
@@ -79,7 +88,7 @@ class PolicyGradientAlgo(RlAlgorithm):
         self.optimizer = make_optimizer(
             self.OptimCls, self._params, self.learning_rate, self.optim_kwargs
         )
-        self._fused_step = FusedAdamStep.for_optimizers(self.optimizer)
+        self._direct_step = direct_step_for(self.optimizer)
         self.lr_scheduler = self.make_lr_scheduler()
         if self.initial_optim_state_dict is not None:
             self.load_optim_state_dict(self.initial_optim_state_dict)
@@ -142,6 +151,7 @@ class PolicyGradientAlgo(RlAlgorithm):
                 f"record AgentSamplesBsv (it does when algo.bootstrap_value is True)"
             )
         timeout = getattr(samples.env.env_info, "timeout", None)
+        timeout_value = None
         if timeout is not None:
             timeout_value = getattr(samples.agent, "timeout_value", None)
             if timeout_value is None:
@@ -149,11 +159,20 @@ class PolicyGradientAlgo(RlAlgorithm):
                     f"{type(self).__name__}: env_info has a timeout field but samples.agent has "
                     f"no timeout_value to bootstrap truncated episodes from"
                 )
+        # Sampler batches are CPU tensors over numpy memory: the few dozen small ops below
+        # cost a fraction of torch's dispatch on numpy views (same float32 arithmetic).
+        arrays = _numpy_views(reward, done, value, bootstrap_value, timeout, timeout_value)
+        if arrays is not None:
+            reward, done, value, bootstrap_value, timeout, timeout_value = arrays
+        if timeout is not None:
             reward = timeout_bootstrapped_reward(reward, timeout, timeout_value, self.discount)
         advantage, return_ = generalized_advantage_estimation(
             reward, value, done, bootstrap_value, self.discount, self.gae_lambda
         )
         valid = None if self.mid_batch_reset else valid_from_done(done)
+        if arrays is not None:
+            return_, advantage = torch.from_numpy(return_), torch.from_numpy(advantage)
+            valid = None if valid is None else torch.from_numpy(valid)
         if self.normalize_advantage:
             advantage = self.normalized(advantage, valid)
         return return_, advantage, valid
@@ -172,11 +191,16 @@ class PolicyGradientAlgo(RlAlgorithm):
             prev_action=samples.agent.prev_action,
             prev_reward=samples.env.prev_reward,
         )
+        if self.agent.device.type == "cpu":  # sampler batches are CPU tensors already
+            return inputs
         return buffer_to(inputs, self.agent.device)
 
     def to_agent_device(self, *tensors):
         """The tensors (None passes through) on the agent's device."""
-        return tuple(None if t is None else t.to(self.agent.device) for t in tensors)
+        device = self.agent.device
+        if device.type == "cpu" and all(t is None or t.is_cpu for t in tensors):
+            return tensors
+        return tuple(None if t is None else t.to(device) for t in tensors)
 
     def initial_rnn_state(self, samples):
         """Recurrent state at the batch's first step as ``[B, N, H]`` (None if feed-forward)."""
@@ -212,9 +236,9 @@ class PolicyGradientAlgo(RlAlgorithm):
             param.grad = None
         backward(loss)
         grad_norm = clip_grad_norm(self._params, self.clip_grad_norm)
-        fused = getattr(self, "_fused_step", None)
-        if fused is not None and fused.optimizers == [self.optimizer]:
-            fused.step()  # Adam's fused kernel without torch.optim's per-call bookkeeping
+        direct = getattr(self, "_direct_step", None)
+        if direct is not None and direct.optimizers == [self.optimizer]:
+            direct.step()  # the optimizer's kernels without torch.optim's per-call bookkeeping
         else:
             self.optimizer.step()
         self.update_counter += 1

@@ -22,7 +22,13 @@ import numpy as np
 import torch
 
 from rlpyt.algos.base import RlAlgorithm
-from rlpyt.algos.optim import FusedAdamStep, backward, clip_grad_norms, make_optimizer
+from rlpyt.algos.optim import (
+    DirectOptimizerStep,
+    backward,
+    clip_grad_norms,
+    direct_step_for,
+    make_optimizer,
+)
 from rlpyt.algos.qpg.targets import timelimit_valid
 from rlpyt.utils.buffer import buffer_to
 from rlpyt.utils.collections import namedarraytuple
@@ -259,7 +265,7 @@ class QpgAlgo(RlAlgorithm):
         """Build every optimizer (in the optimizer process for async runners)."""
         self.rank = rank
         self.optimizers = self.make_optimizers()
-        self._fused_steps: dict[tuple, FusedAdamStep | None] = {}
+        self._direct_steps: dict[tuple, DirectOptimizerStep | None] = {}
         self._optim_params = {
             name: [p for group in opt.param_groups for p in group["params"]]
             for name, opt in self.optimizers.items()
@@ -290,16 +296,16 @@ class QpgAlgo(RlAlgorithm):
         return grad_norms
 
     def _optimizer_step(self, names: tuple[str, ...]) -> None:
-        """Step the optimizers in ``names``: one ``FusedAdamStep`` over all of them when
-        they are fused Adam (SAC's three), else each ``step()``."""
-        fused_steps = self.__dict__.setdefault("_fused_steps", {})
+        """Step the optimizers in ``names``: one direct step over all of them when they
+        are all fused Adam (SAC's three) or all RMSprop (``rlpyt.algos.optim``), else
+        each ``step()``."""
+        direct_steps = self.__dict__.setdefault("_direct_steps", {})
         key = (names, tuple(id(self.optimizers[name]) for name in names))
-        if key not in fused_steps:
-            fused_steps[key] = FusedAdamStep.for_optimizers(
-                *(self.optimizers[name] for name in names))
-        fused = fused_steps[key]
-        if fused is not None:
-            fused.step()
+        if key not in direct_steps:
+            direct_steps[key] = direct_step_for(*(self.optimizers[name] for name in names))
+        direct = direct_steps[key]
+        if direct is not None:
+            direct.step()
         else:
             for name in names:
                 self.optimizers[name].step()
