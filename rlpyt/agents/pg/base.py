@@ -46,12 +46,9 @@ class BasePgAgent(BaseAgent):
 
     @torch.no_grad()
     def step(self, observation, prev_action, prev_reward) -> AgentStep:
-        outputs = self._forward_numpy(observation)
-        if outputs is None:
-            inputs = self.model_inputs(observation, prev_action, prev_reward)
-            # Detach the model's outputs here rather than walking the finished AgentStep.
-            outputs = [_detached(x) for x in self.model(*inputs)]
-        *dist_params, value = outputs
+        inputs = self.model_inputs(observation, prev_action, prev_reward)
+        # Detach the model's outputs here rather than walking the finished AgentStep.
+        *dist_params, value = [_detached(x) for x in self.model(*inputs)]
         dist_info = self.make_dist_info(*dist_params)
         action = _detached(self.select_action(dist_info))
         agent_step = AgentStep(action, AgentInfo(dist_info, value))
@@ -65,22 +62,8 @@ class BasePgAgent(BaseAgent):
 
     @torch.no_grad()
     def value(self, observation, prev_action, prev_reward) -> torch.Tensor:
-        outputs = self._forward_numpy(observation)
-        if outputs is not None:
-            return outputs[-1]
         inputs = self.model_inputs(observation, prev_action, prev_reward)
         return self.model(*inputs)[-1].cpu()
-
-    def _forward_numpy(self, observation) -> list[torch.Tensor] | None:
-        """The model's outputs from its numpy forward (small sampler batches of a CPU
-        model that has one, see ``rlpyt.models.numpy_forward``) as tensors sharing the
-        arrays' memory, or None: then the torch forward runs."""
-        if (self.device.type != "cpu" or type(observation) is not torch.Tensor
-                or not observation.is_cpu or observation.requires_grad):
-            return None
-        forward = getattr(self.model, "forward_numpy", None)
-        outputs = None if forward is None else forward(observation.numpy())
-        return None if outputs is None else [torch.from_numpy(x) for x in outputs]
 
     def train_mode(self, itr):
         super().train_mode(itr)

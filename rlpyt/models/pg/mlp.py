@@ -18,12 +18,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
 from rlpyt.models.mlp import MlpModel
-from rlpyt.models.numpy_forward import mlp_numpy
 from rlpyt.models.rnn import RnnState, prev_action_features, run_lstm
 from rlpyt.models.running_mean_std import ObservationNormalizerMixin
 from rlpyt.models.utils import orthogonal_init_
@@ -93,27 +91,6 @@ class _FfActorCritic(ObservationNormalizerMixin, torch.nn.Module):
     def _heads(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Outputs of the policy and value MLPs on ``obs`` ``[N, input_size]``."""
         return _run_mlp(self.pi, obs), _run_mlp(self.v, obs)
-
-    def forward_numpy(self, observation: np.ndarray) -> tuple[np.ndarray, ...] | None:
-        """``forward``'s outputs for a numpy observation ``[B, *observation_shape]`` or
-        ``[*observation_shape]``, computed in numpy (``rlpyt.models.numpy_forward``: for
-        the sampler's small batches), or None when only ``forward`` applies: observation
-        normalisation, hooks, a subclass, or sizes where numpy does not pay."""
-        if type(self) not in _NUMPY_FORWARD or self.obs_rms is not None or _hooked(self):
-            return None
-        single = observation.ndim == self._obs_ndim
-        if not single and observation.ndim != self._obs_ndim + 1:
-            return None
-        obs = observation.reshape(1 if single else len(observation), -1)
-        head = mlp_numpy(self.pi, obs)
-        value = None if head is None else mlp_numpy(self.v, obs)
-        if value is None:
-            return None
-        outputs = self._numpy_outputs(head, value[:, 0])
-        return tuple(x.reshape(x.shape[1:]) for x in outputs) if single else outputs
-
-    def _numpy_outputs(self, head: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, ...]:
-        raise NotImplementedError
 
 
 def _hooked(module: torch.nn.Module) -> bool:
@@ -192,12 +169,6 @@ class CategoricalPgMlpModel(_FfActorCritic):
         logits, v = self._heads(obs)
         return restore_leading_dims((F.softmax(logits, dim=-1), v.squeeze(-1)), *lead)
 
-    def _numpy_outputs(self, logits, value):
-        logits -= logits.max(axis=-1, keepdims=True)  # softmax, in place
-        np.exp(logits, out=logits)
-        logits /= logits.sum(axis=-1, keepdims=True)
-        return logits, value
-
 
 class GaussianPgMlpModel(_FfActorCritic):
     """Gaussian policy-mean and value MLPs with a learned, state-independent log std.
@@ -241,16 +212,6 @@ class GaussianPgMlpModel(_FfActorCritic):
         obs, lead = self._trunk_inputs(observation)
         mu, v = self._heads(obs)
         return restore_leading_dims((mu, self.log_std.expand_as(mu), v.squeeze(-1)), *lead)
-
-    def _numpy_outputs(self, mu, value):
-        log_std = self.log_std.detach()
-        if log_std.device.type != "cpu":  # the MLPs would have refused already
-            raise RuntimeError("GaussianPgMlpModel.forward_numpy: parameters off the CPU")
-        return mu, np.repeat(log_std.numpy()[None], len(mu), axis=0), value
-
-
-# Exactly these classes have a numpy forward (a subclass may change ``forward``).
-_NUMPY_FORWARD = (CategoricalPgMlpModel, GaussianPgMlpModel)
 
 
 class _LstmActorCritic(ObservationNormalizerMixin, torch.nn.Module):
