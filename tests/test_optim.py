@@ -33,6 +33,16 @@ def _set_grads(params, ref_params, seed: int) -> None:
         p.grad, q.grad = g.clone(), g.clone()
 
 
+def _step_both_and_compare(stepper, reference, params, ref_params, steps, tag=None) -> None:
+    """Same gradients into both, one step each, identical parameters after every step."""
+    for step in steps:
+        _set_grads(params, ref_params, seed=step)
+        stepper.step()
+        reference.step()
+        for p, q in zip(params, ref_params):
+            assert torch.equal(p, q), (tag, step)
+
+
 @pytest.mark.parametrize("foreach", [True, False])
 def test_rmsprop_direct_step_is_bit_identical_to_rmsprop_step(foreach):
     params, ref_params = _params(), _params()
@@ -65,12 +75,7 @@ def test_rmsprop_direct_step_follows_a_loaded_state_dict():
     # New state tensors (a copy: loading keeps same-device tensors as they are): the
     # cached lists are stale.
     optimizer.load_state_dict(copy.deepcopy(reference.state_dict()))
-    for step in range(2, 4):
-        _set_grads(params, ref_params, seed=step)
-        stepper.step()
-        reference.step()
-        for p, q in zip(params, ref_params):
-            assert torch.equal(p, q), step
+    _step_both_and_compare(stepper, reference, params, ref_params, range(2, 4))
 
 
 @pytest.mark.parametrize("option", [dict(momentum=0.9), dict(centered=True),
@@ -79,12 +84,7 @@ def test_rmsprop_options_it_does_not_handle_take_rmsprop_step(option):
     params, ref_params = _params(), _params()
     optimizer, reference = _rmsprop(params, True, **option), _rmsprop(ref_params, True, **option)
     stepper = ForeachRmspropStep(optimizer)
-    for step in range(3):
-        _set_grads(params, ref_params, seed=step)
-        stepper.step()
-        reference.step()
-        for p, q in zip(params, ref_params):
-            assert torch.equal(p, q), (option, step)
+    _step_both_and_compare(stepper, reference, params, ref_params, range(3), option)
     assert not stepper._groups  # always fell back
 
 

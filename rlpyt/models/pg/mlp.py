@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from rlpyt.models.mlp import MlpModel
+from rlpyt.models.mlp import _has_hooks as _hooked
 from rlpyt.models.rnn import RnnState, prev_action_features, run_lstm
 from rlpyt.models.running_mean_std import ObservationNormalizerMixin
 from rlpyt.models.utils import orthogonal_init_
@@ -91,15 +92,6 @@ class _FfActorCritic(ObservationNormalizerMixin, torch.nn.Module):
     def _heads(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Outputs of the policy and value MLPs on ``obs`` ``[N, input_size]``."""
         return _run_mlp(self.pi, obs), _run_mlp(self.v, obs)
-
-
-def _hooked(module: torch.nn.Module) -> bool:
-    return bool(
-        module._forward_pre_hooks
-        or module._forward_hooks
-        or module._backward_pre_hooks
-        or module._backward_hooks
-    )
 
 
 def _run_mlp(mlp: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
