@@ -9,6 +9,7 @@ segment is left in /dev/shm.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -209,7 +210,8 @@ def test_shutdown_is_idempotent(leak_check):
 
 # ---- the master interrupted or killed (in a subprocess) --------------------------------------
 SCRIPT = textwrap.dedent("""
-    import sys, time
+    import faulthandler, signal, sys, time
+    faulthandler.register(signal.SIGUSR1, all_threads=False)  # Stacks if shutdown stalls.
     sys.path.insert(0, {tests_dir!r})
     import torch
     torch.set_num_threads(1)
@@ -237,6 +239,47 @@ def run_master(sampler: str, module: str):
     return proc, [int(pid) for pid in line.split()]
 
 
+def communicate_or_dump_stacks(proc, workers) -> str:
+    """The master's stderr once it exits and its pipes close.  If that takes too long,
+    fail with what is still running and the Python stacks of the master and its
+    workers (the script registers SIGUSR1 with faulthandler; forked workers inherit it)."""
+    try:
+        return proc.communicate(timeout=DEADLINE_S)[1]
+    except subprocess.TimeoutExpired:
+        holders = _process_tree(proc.pid) + [p for p in workers if p != proc.pid]
+        report = {p: _describe(p) for p in dict.fromkeys(holders)}
+        for pid in report:  # One at a time, so the stacks do not interleave.
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGUSR1)
+            time.sleep(0.3)
+        for pid in report:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        try:
+            stderr = proc.communicate(timeout=DEADLINE_S)[1]
+        except subprocess.TimeoutExpired:
+            stderr = "(stderr still open after killing the master and its workers)"
+        pytest.fail(f"master's pipes still open {DEADLINE_S} s after SIGINT; processes: "
+                    f"{report}\nstderr with stacks:\n{stderr[-8000:]}")
+    finally:
+        proc.kill()
+
+
+def _process_tree(pid: int) -> list:
+    try:
+        return [pid] + [c.pid for c in psutil.Process(pid).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _describe(pid: int) -> str:
+    try:
+        p = psutil.Process(pid)
+        return f"{p.status()} {' '.join(p.cmdline())[:120]}"
+    except psutil.Error:
+        return "gone"
+
+
 def wait_gone(pids, timeout=DEADLINE_S) -> list:
     deadline = time.monotonic() + timeout
     alive = list(pids)
@@ -259,10 +302,7 @@ def test_ctrl_c_in_master(sampler, module):
     proc, workers = run_master(sampler, module)
     time.sleep(1.0)
     proc.send_signal(signal.SIGINT)
-    try:
-        _, stderr = proc.communicate(timeout=DEADLINE_S)
-    finally:
-        proc.kill()
+    stderr = communicate_or_dump_stacks(proc, workers)
     assert proc.returncode != 0
     assert "KeyboardInterrupt" in stderr
     assert "WorkerError" not in stderr
