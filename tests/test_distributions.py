@@ -94,17 +94,19 @@ def test_categorical_log_likelihood_is_the_generic_selection(cat_data):
         dist.log_likelihood(x[:2], new)  # [2, B] actions for [T, B] probabilities
 
 
-def test_categorical_sample_of_a_batch_is_the_general_path():
-    """[B, dim] probabilities (the sampler's case) skip the reshapes, not the draws."""
-    prob = torch.softmax(torch.randn(8, 3, generator=torch.Generator().manual_seed(1)), -1)
+def test_categorical_sample_is_the_draw_of_torch_multinomial():
+    """Same random numbers, same actions as ``torch.multinomial(prob, 1)``, for any
+    leading dims and both action dtypes."""
+    prob = torch.softmax(3 * torch.randn(5, 8, 4, generator=torch.Generator().manual_seed(1)), -1)
     for dtype in (torch.long, torch.int32):
-        dist = Categorical(3, dtype=dtype)
-        torch.manual_seed(2)
-        batch = dist.sample(DistInfo(prob))
-        torch.manual_seed(2)
-        general = dist.sample(DistInfo(prob.unsqueeze(0)))
-        assert batch.shape == (8,) and batch.dtype == dtype
-        assert torch.equal(batch, general[0])
+        dist = Categorical(4, dtype=dtype)
+        for p in (prob[0], prob, prob[0, 0]):
+            torch.manual_seed(2)
+            drawn = dist.sample(DistInfo(p))
+            torch.manual_seed(2)
+            reference = torch.multinomial(p.reshape(-1, 4), 1).reshape(p.shape[:-1])
+            assert drawn.shape == p.shape[:-1] and drawn.dtype == dtype
+            assert torch.equal(drawn.long(), reference)
 
 
 def test_categorical_zero_probability_is_finite_and_never_sampled():
