@@ -212,11 +212,7 @@ class PPO(PolicyGradientAlgo):
         steps = []  # per gradient step: (loss terms, valid, grad norm), read after the epochs
         for _epoch in range(self.epochs):
             for idxs in self.minibatch_indexes(T, B):
-                if init_rnn_state is None:
-                    minibatch, rnn_state = batch[idxs], None
-                else:
-                    minibatch = batch[:, idxs]
-                    rnn_state = self.rnn_state_for_model(init_rnn_state[idxs])
+                minibatch, rnn_state = self.select_minibatch(batch, init_rnn_state, idxs)
                 terms = self.loss(minibatch, rnn_state, ratio_clip)
                 if not math.isfinite(terms["loss"].item()):
                     self.check_finite(itr, pi_loss=terms["piLoss"], value_loss=terms["valueLoss"],
@@ -349,10 +345,24 @@ class PPO(PolicyGradientAlgo):
         return buffer_to(batch, self.agent.device), self.initial_rnn_state(samples)
 
     def minibatch_indexes(self, T: int, B: int):
-        """Shuffled index sets: env columns (recurrent) or flat ``t + T * b`` steps."""
+        """Shuffled index sets: env columns (recurrent) or flat ``t + T * b`` steps.
+
+        With one minibatch the only set is ``None``, the whole batch in place: the loss
+        is a mean over its entries, so their order does not matter and no gather is needed.
+        """
+        if self.minibatches == 1:
+            return (None,)
         n = B if self.agent.recurrent else T * B
         order = torch.randperm(n, device=self.agent.device)
         return order.tensor_split(self.minibatches)
+
+    def select_minibatch(self, batch, init_rnn_state, idxs):
+        """The minibatch ``idxs`` (from ``minibatch_indexes``) and its initial RNN state."""
+        if init_rnn_state is None:
+            return (batch if idxs is None else batch[idxs]), None
+        if idxs is not None:
+            batch, init_rnn_state = batch[:, idxs], init_rnn_state[idxs]
+        return batch, self.rnn_state_for_model(init_rnn_state)
 
     def finish(self, opt_info: PpoOptInfo) -> PpoOptInfo:
         """End of an iteration: advance the learning-rate and clip schedule."""
