@@ -1,7 +1,9 @@
 """Model building blocks, PG models and parameter utilities."""
 
+import gc
 import math
 import tempfile
+import weakref
 
 import hypothesis.strategies as st
 import numpy as np
@@ -24,7 +26,12 @@ from rlpyt.models.pg.mujoco_ff_model import MujocoFfModel
 from rlpyt.models.pg.mujoco_lstm_model import MujocoLstmModel
 from rlpyt.models.rnn import RnnState
 from rlpyt.models.running_mean_std import RunningMeanStdModel
-from rlpyt.models.utils import scale_grad, strip_ddp_state_dict, update_state_dict
+from rlpyt.models.utils import (
+    scale_grad,
+    set_train_mode,
+    strip_ddp_state_dict,
+    update_state_dict,
+)
 
 FAST = settings(max_examples=25, deadline=None)
 
@@ -212,6 +219,43 @@ class Tiny(torch.nn.Module):
         super().__init__()
         self.lin = torch.nn.Linear(3, 2)
         self.register_buffer("steps", torch.zeros((), dtype=torch.long))
+
+
+def _training_flags(model: torch.nn.Module) -> list:
+    return [(name, module.training) for name, module in model.named_modules()]
+
+
+def test_set_train_mode_matches_module_train_and_follows_new_submodules():
+    model, reference = CategoricalPgLstmModel((4,), 2), CategoricalPgLstmModel((4,), 2)
+    for mode in (False, True, False):
+        set_train_mode(model, mode)
+        reference.train(mode)
+        assert _training_flags(model) == _training_flags(reference)
+    model.extra = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout())
+    model.extra[1] = torch.nn.Dropout(0.2)  # replaced inside a cached child
+    set_train_mode(model, True)
+    assert all(flag for _, flag in _training_flags(model))
+    set_train_mode(model, False)
+    assert not any(flag for _, flag in _training_flags(model))
+
+
+def test_set_train_mode_calls_overridden_train_and_keeps_no_model_alive():
+    calls = []
+
+    class Custom(torch.nn.Linear):
+        def train(self, mode=True):
+            calls.append(mode)
+            return super().train(mode)
+
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), Custom(2, 2))
+    set_train_mode(model, False)
+    assert calls == [False] and not any(flag for _, flag in _training_flags(model))
+    plain = MlpModel(3, [4], 1)
+    set_train_mode(plain, False)
+    gone = weakref.ref(plain)
+    del plain
+    gc.collect()
+    assert gone() is None
 
 
 def test_update_state_dict_hard_and_soft():

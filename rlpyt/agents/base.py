@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from rlpyt.models.utils import strip_ddp_state_dict
+from rlpyt.models.utils import set_train_mode, strip_ddp_state_dict
 from rlpyt.utils.buffer import buffer_to
 from rlpyt.utils.collections import namedarraytuple
 
@@ -171,17 +171,17 @@ class BaseAgent:
     # ---- modes -------------------------------------------------------------------
     def train_mode(self, itr):
         """Before an optimization step: gradients and dropout on."""
-        self.model.train()
+        set_train_mode(self.model, True)
         self._mode = "train"
 
     def sample_mode(self, itr):
         """Before collecting training samples (exploration on)."""
-        self.model.eval()
+        set_train_mode(self.model, False)
         self._mode = "sample"
 
     def eval_mode(self, itr):
         """Before evaluation episodes (exploration off or at its evaluation setting)."""
-        self.model.eval()
+        set_train_mode(self.model, False)
         self._mode = "eval"
 
     # ---- parameters and state ----------------------------------------------------------

@@ -1,8 +1,10 @@
-"""Helpers for model parameters: target-network updates, DDP state dicts, gradient scaling."""
+"""Helpers for model parameters: target-network updates, DDP state dicts, gradient scaling,
+cheap train/eval switches."""
 
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Mapping
 
 import torch
@@ -102,3 +104,46 @@ def scale_grad(tensor: torch.Tensor, scale: float) -> torch.Tensor:
     """``tensor`` unchanged, but gradients flowing back through it are scaled by ``scale``
     (e.g. ``2 ** -0.5`` where two dueling heads share a trunk)."""
     return ScaleGradient.apply(tensor, scale)
+
+
+# model -> [(submodule, its children)] with None standing for the model itself (so that
+# the entry holds no reference to its key), or None where a module customises train().
+_MODULE_TREES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def set_train_mode(model: torch.nn.Module, mode: bool) -> None:
+    """``model.train(mode)``: set ``training`` on ``model`` and every submodule.
+
+    Agents switch modes twice per sampler batch; ``Module.train`` spends tens of
+    microseconds on ``Module.__setattr__`` and the recursive walk.  This sets the flag
+    directly on a cached list of the modules, re-walking whenever any module's children
+    changed, and calls ``model.train(mode)`` itself if any module overrides ``train``
+    or ``__setattr__`` (as scripted and data-parallel wrappers may).
+    """
+    tree = _MODULE_TREES.get(model, False)
+    if tree is False or (tree is not None and _children_changed(model, tree)):
+        tree = _MODULE_TREES[model] = _module_tree(model)
+    if tree is None:
+        model.train(mode)
+        return
+    for module, _ in tree:
+        object.__setattr__(model if module is None else module, "training", mode)
+
+
+def _children_changed(model: torch.nn.Module, tree: list) -> bool:
+    for module, children in tree:
+        module = model if module is None else module
+        if tuple(module._modules.values()) != children:
+            return True
+    return False
+
+
+def _module_tree(model: torch.nn.Module) -> list | None:
+    tree = []
+    for module in model.modules():
+        cls = type(module)
+        if (cls.train is not torch.nn.Module.train
+                or cls.__setattr__ is not torch.nn.Module.__setattr__):
+            return None
+        tree.append((None if module is model else module, tuple(module._modules.values())))
+    return tree
