@@ -396,6 +396,30 @@ def test_ppo_equals_the_plain_stepwise_algorithm(entropy_loss_coeff, mid_batch_r
         assert info[name] == pytest.approx(values, rel=1e-5, abs=1e-7), name
 
 
+def test_ppo_single_minibatch_is_the_unshuffled_batch():
+    """minibatches=1: every epoch steps on the whole batch in its stored order, which is
+    the shuffled plain algorithm's update up to the order of summation."""
+    T, B = 5, 3
+    results = []
+    for run in range(2):
+        agent = LinearAgent()
+        samples = make_samples(agent, torch.randn(T, B, 4, generator=torch.Generator().manual_seed(3)),
+                               reward=torch.randn(T, B, generator=torch.Generator().manual_seed(4)))
+        algo = PPO(minibatches=1, epochs=3, learning_rate=0.01)
+        algo.initialize(agent, n_itr=10, batch_spec=BatchSpec(T, B), mid_batch_reset=True)
+        if run == 0:
+            info = algo.optimize_agent(0, samples)._asdict()
+            # Flat order t + T * b, as make_batch lays the batch out: no gather.
+            assert all(torch.equal(obs, agent.calls[0]) for obs in agent.calls)
+        else:
+            info = plain_ppo_iteration(algo, agent, samples, algo.ratio_clip)
+        results.append((info, [p.detach().clone() for p in agent.parameters()]))
+    (info, params), (expected, expected_params) = results
+    for param, expected_param in zip(params, expected_params):
+        torch.testing.assert_close(param, expected_param, rtol=1e-5, atol=1e-6)
+    assert info["loss"] == pytest.approx(expected["loss"], rel=1e-4, abs=1e-6)
+
+
 @pytest.mark.parametrize("entropy_loss_coeff", [0.0, 0.01])
 def test_a2c_equals_the_plain_algorithm(entropy_loss_coeff):
     """A2C (RMSprop, so the multi-tensor update make_optimizer picks) matches the textbook
@@ -505,6 +529,23 @@ def test_ppo_recurrent_minibatches_keep_sequences_whole():
         torch.testing.assert_close(init_state.c[0, :, 0], -100 * columns)
         columns_per_epoch[i // 3] += columns.long().tolist()
     assert [sorted(c) for c in columns_per_epoch] == [list(range(B))] * 2
+
+
+def test_ppo_recurrent_single_minibatch_is_every_column_in_order():
+    T, B, N, H = 4, 6, 1, 5
+    agent = LstmAgent(hidden=H)
+    b_ids = torch.arange(B, dtype=torch.float32).reshape(1, B).expand(T, B)
+    observation = torch.stack([b_ids] + [torch.zeros(T, B)] * 3, dim=-1)
+    state = (100 * b_ids).reshape(T, B, 1, 1).expand(T, B, N, H).contiguous()
+    samples = make_samples(agent, observation, prev_rnn_state=RnnState(h=state, c=-state))
+    algo = PPO(minibatches=1, epochs=2)
+    algo.initialize(agent, n_itr=10, batch_spec=BatchSpec(T, B), mid_batch_reset=False)
+    assert len(algo.optimize_agent(0, samples).loss) == 2
+    for obs, init_state in agent.calls:
+        assert torch.equal(obs[:, :, 0], b_ids)
+        assert init_state.h.shape == (N, B, H)
+        torch.testing.assert_close(init_state.h[0, :, 0], 100 * b_ids[0])
+        torch.testing.assert_close(init_state.c[0, :, 0], -100 * b_ids[0])
 
 
 def test_ppo_recurrent_minibatches_must_divide_batch_B():
