@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from rlpyt.agents.base import BaseAgent
-from rlpyt.models.utils import strip_ddp_state_dict, update_state_dict
+from rlpyt.models.utils import set_train_mode, strip_ddp_state_dict, update_state_dict
 from rlpyt.spaces.float_box import FloatBox
 
 __all__ = ["QpgAgent", "TwinQ", "frozen_parameters"]
@@ -131,7 +131,6 @@ class QpgAgent(BaseAgent):
         self.min_itr_learn = 0
         self._pretraining = False
         self._target_pairs = None  # cached tensors of the soft target update
-        self._mode_modules = None  # cached submodules whose train/eval flag modes set
         self._q_params = None  # cached critic parameters that q_for_policy freezes
 
     def default_q_model_cls(self):
@@ -153,7 +152,7 @@ class QpgAgent(BaseAgent):
         self._action_scale = torch.as_tensor((high - low) / 2, dtype=torch.float32)
         self._action_bias = torch.as_tensor((high + low) / 2, dtype=torch.float32)
         self.q_model = self.make_q_model()
-        self._target_pairs = self._mode_modules = self._q_params = None
+        self._target_pairs = self._q_params = None
         self.target_q_model = copy.deepcopy(self.q_model)
         if self.has_target_model:
             self.target_model = self.ModelCls(**self.env_model_kwargs, **self.model_kwargs)
@@ -294,7 +293,7 @@ class QpgAgent(BaseAgent):
         super().to_device(cuda_idx)
         if cuda_idx is None:
             return
-        self._target_pairs = self._mode_modules = self._q_params = None
+        self._target_pairs = self._q_params = None
         for module in [*self.trained_modules().values(), *self.target_modules().values()]:
             module.to(self.device)
         self._action_scale = self._action_scale.to(self.device)
@@ -310,7 +309,7 @@ class QpgAgent(BaseAgent):
         for name, module in self.trained_modules().items():
             if not isinstance(module, DDP):
                 setattr(self, name, DDP(module, **kwargs))
-        self._mode_modules = self._q_params = None
+        self._q_params = None
         return ids
 
     def train_mode(self, itr):
@@ -328,23 +327,11 @@ class QpgAgent(BaseAgent):
         self._pretraining = False
 
     def _set_training(self, training: bool) -> None:
-        """Put the trained modules in train or eval mode.
-
-        Modes change twice per iteration; at one env step per iteration the recursive
-        ``Module.train`` walk (slow ``__setattr__`` on every submodule) would cost more
-        than the env step, so the flags are set directly on a cached module list, unless
-        some module overrides ``train`` and needs the real call.
-        """
-        if self._mode_modules is None:
-            modules = [m for top in self.trained_modules().values() for m in top.modules()]
-            plain = all(type(m).train is torch.nn.Module.train for m in modules)
-            self._mode_modules = modules if plain else []
-        if not self._mode_modules:
-            for module in self.trained_modules().values():
-                module.train(training)
-            return
-        for module in self._mode_modules:
-            object.__setattr__(module, "training", training)
+        """Put the trained modules in train or eval mode (``set_train_mode``: modes change
+        twice per iteration, and at one env step per iteration ``Module.train``'s walk
+        would cost more than the env step)."""
+        for module in self.trained_modules().values():
+            set_train_mode(module, training)
 
     # ---- state -------------------------------------------------------------------
     def state_dict(self) -> dict:
