@@ -87,16 +87,17 @@ class A2C(PolicyGradientAlgo):
             dist_info, value = self.agent(*agent_inputs)
         dist = self.agent.distribution
 
-        pi_loss = -valid_mean(dist.log_likelihood(action, dist_info) * advantage, valid)
-        value_loss = self.value_loss_coeff * valid_mean(0.5 * (value - return_) ** 2, valid)
+        surrogate = valid_mean(dist.log_likelihood(action, dist_info) * advantage, valid)
+        value_loss = self.value_loss(value, return_, valid)
         # The entropy joins the graph only when it is weighted (its backward costs).
         with torch.set_grad_enabled(self.entropy_loss_coeff != 0 and torch.is_grad_enabled()):
             entropy_each = dist.entropy(dist_info)
         entropy = valid_mean(entropy_each, valid)
         entropy_loss = -self.entropy_loss_coeff * entropy
-        loss = pi_loss + value_loss
+        loss = value_loss - surrogate  # = pi_loss + value_loss, one autograd node fewer
         if self.entropy_loss_coeff != 0:
             loss = loss + entropy_loss
 
         perplexity = valid_mean(torch.exp(entropy_each.detach()), valid)
+        pi_loss = -surrogate  # in the graph, though the loss reaches the surrogate directly
         return loss, pi_loss, value_loss, entropy_loss, entropy.detach(), perplexity

@@ -238,23 +238,26 @@ class PPO(PolicyGradientAlgo):
         log_ratio = dist.log_likelihood(batch.action, dist_info) - batch.old_log_likelihood
         ratio = torch.exp(log_ratio)
         clipped_ratio = torch.clamp(ratio, 1 - ratio_clip, 1 + ratio_clip)
-        pi_loss = -valid_mean(torch.min(ratio * advantage, clipped_ratio * advantage), valid)
+        surrogate = valid_mean(torch.min(ratio * advantage, clipped_ratio * advantage), valid)
 
-        value_error = (value - batch.return_) ** 2
         if self.clip_vf_loss:
             vf_clip = ratio_clip if self.vf_clip is None else self.vf_clip
             clipped_value = batch.old_value + torch.clamp(
                 value - batch.old_value, -vf_clip, vf_clip
             )
-            value_error = torch.max(value_error, (clipped_value - batch.return_) ** 2)
-        value_loss = self.value_loss_coeff * valid_mean(0.5 * value_error, valid)
+            value_error = torch.max(
+                (value - batch.return_) ** 2, (clipped_value - batch.return_) ** 2
+            )
+            value_loss = self.value_loss_coeff * valid_mean(0.5 * value_error, valid)
+        else:
+            value_loss = self.value_loss(value, batch.return_, valid)
 
-        loss = pi_loss + value_loss
+        loss = value_loss - surrogate  # = pi_loss + value_loss, one autograd node fewer
         if self.entropy_loss_coeff != 0:  # a zero-weighted term would only add backward work
             loss = loss + (-self.entropy_loss_coeff) * dist.mean_entropy(dist_info, valid)
         return dict(
             loss=loss,
-            piLoss=pi_loss,
+            piLoss=-surrogate,  # in the graph, though the loss reaches the surrogate directly
             valueLoss=value_loss,
             logRatio=log_ratio.detach(),
             distInfo=buffer_method(dist_info, "detach"),
