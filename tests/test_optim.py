@@ -33,12 +33,28 @@ def _set_grads(params, ref_params, seed: int) -> None:
         p.grad, q.grad = g.clone(), g.clone()
 
 
-def _step_both_and_compare(stepper, reference, params, ref_params, steps, tag=None) -> None:
-    """Same gradients into both, one step each, identical parameters after every step."""
+def _rmsprop_pair(**option):
+    """``(params, ref_params, optimizer, reference, stepper)``: two foreach RMSprops on
+    equal parameters, the first stepped through ``ForeachRmspropStep``."""
+    params, ref_params = _params(), _params()
+    optimizer, reference = _rmsprop(params, True, **option), _rmsprop(ref_params, True, **option)
+    return params, ref_params, optimizer, reference, ForeachRmspropStep(optimizer)
+
+
+def _step_both(stepper, reference, params, ref_params, step, drop_grad=False) -> None:
+    """Same gradients into both (``drop_grad``: none for the second parameter), one step each."""
+    _set_grads(params, ref_params, seed=step)
+    if drop_grad:
+        params[1].grad = ref_params[1].grad = None  # RMSprop skips this parameter
+    stepper.step()
+    reference.step()
+
+
+def _step_both_and_compare(stepper, reference, params, ref_params, steps, tag=None,
+                           drop_grad_at=None) -> None:
+    """``_step_both`` for each step, identical parameters after every step."""
     for step in steps:
-        _set_grads(params, ref_params, seed=step)
-        stepper.step()
-        reference.step()
+        _step_both(stepper, reference, params, ref_params, step, drop_grad=step == drop_grad_at)
         for p, q in zip(params, ref_params):
             assert torch.equal(p, q), (tag, step)
 
@@ -65,13 +81,9 @@ def test_rmsprop_direct_step_is_bit_identical_to_rmsprop_step(foreach):
 
 
 def test_rmsprop_direct_step_follows_a_loaded_state_dict():
-    params, ref_params = _params(), _params()
-    optimizer, reference = _rmsprop(params, True), _rmsprop(ref_params, True)
-    stepper = ForeachRmspropStep(optimizer)
+    params, ref_params, optimizer, reference, stepper = _rmsprop_pair()
     for step in range(2):
-        _set_grads(params, ref_params, seed=step)
-        stepper.step()
-        reference.step()
+        _step_both(stepper, reference, params, ref_params, step)
     # New state tensors (a copy: loading keeps same-device tensors as they are): the
     # cached lists are stale.
     optimizer.load_state_dict(copy.deepcopy(reference.state_dict()))
@@ -81,25 +93,14 @@ def test_rmsprop_direct_step_follows_a_loaded_state_dict():
 @pytest.mark.parametrize("option", [dict(momentum=0.9), dict(centered=True),
                                     dict(weight_decay=0.1), dict(maximize=True)])
 def test_rmsprop_options_it_does_not_handle_take_rmsprop_step(option):
-    params, ref_params = _params(), _params()
-    optimizer, reference = _rmsprop(params, True, **option), _rmsprop(ref_params, True, **option)
-    stepper = ForeachRmspropStep(optimizer)
+    params, ref_params, _, reference, stepper = _rmsprop_pair(**option)
     _step_both_and_compare(stepper, reference, params, ref_params, range(3), option)
     assert not stepper._groups  # always fell back
 
 
 def test_rmsprop_parameter_without_gradient_takes_rmsprop_step():
-    params, ref_params = _params(), _params()
-    optimizer, reference = _rmsprop(params, True), _rmsprop(ref_params, True)
-    stepper = ForeachRmspropStep(optimizer)
-    for step in range(3):
-        _set_grads(params, ref_params, seed=step)
-        if step == 2:
-            params[1].grad = ref_params[1].grad = None  # RMSprop skips this parameter
-        stepper.step()
-        reference.step()
-        for p, q in zip(params, ref_params):
-            assert torch.equal(p, q), step
+    params, ref_params, _, reference, stepper = _rmsprop_pair()
+    _step_both_and_compare(stepper, reference, params, ref_params, range(3), drop_grad_at=2)
 
 
 def test_direct_step_for_picks_the_optimizers_kernel():
