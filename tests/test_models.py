@@ -78,6 +78,45 @@ def test_mlp_forward_is_its_sequential_and_runs_layer_hooks():
     torch.testing.assert_close(out, expected)  # the pre-hook zeroed layer 2's input
 
 
+@pytest.mark.parametrize("nonlinearity", [torch.nn.Tanh, torch.nn.ReLU, torch.nn.Sigmoid,
+                                          torch.nn.ELU])
+def test_mlp_without_autograd_runs_activations_in_place_with_the_same_values(nonlinearity):
+    """Outside autograd a Tanh/ReLU/Sigmoid overwrites the Linear's fresh output in place
+    (other activations run their forward): the outputs equal the Sequential's exactly."""
+    torch.manual_seed(0)
+    mlp = MlpModel(5, [8, 6], output_size=3, nonlinearity=nonlinearity)
+    x = torch.randn(4, 5)
+    x_before = x.clone()
+    with torch.no_grad():
+        assert torch.equal(mlp(x), mlp.model(x))
+    assert torch.equal(x, x_before)  # the input itself is never overwritten
+    with torch.inference_mode():
+        assert torch.equal(mlp(x), mlp.model(x))
+
+
+def test_mlp_in_place_activation_spares_outputs_a_hook_may_hold():
+    """A Linear with hooks may hand its output to the hook: the activation after it then
+    allocates a new tensor, so what the hook kept stays the pre-activation."""
+    torch.manual_seed(0)
+    mlp = MlpModel(5, [8], output_size=3, nonlinearity=torch.nn.Tanh)
+    kept = []
+    mlp.model[0].register_forward_hook(lambda module, args, output: kept.append(output))
+    x = torch.randn(4, 5)
+    with torch.no_grad():
+        out = mlp(x)
+        pre_activation = torch.nn.functional.linear(x, mlp.model[0].weight, mlp.model[0].bias)
+    assert torch.equal(kept[0], pre_activation)
+    assert torch.equal(out, mlp.model[2](torch.tanh(pre_activation)))
+
+
+def test_mlp_reads_reassigned_parameters_on_every_call():
+    mlp = MlpModel(5, [8], output_size=3, nonlinearity=torch.nn.ReLU)
+    x = torch.randn(4, 5)
+    mlp.model[2].weight = torch.nn.Parameter(torch.zeros(3, 8))
+    with torch.no_grad():
+        assert torch.equal(mlp(x), mlp.model[2].bias.expand(4, 3))
+
+
 @pytest.mark.parametrize("bad", [[0], [4, -1], [2.5]])
 def test_mlp_rejects_bad_sizes(bad):
     with pytest.raises(ValueError, match="hidden_sizes"):

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import torch
 import torch.nn.functional as F
 
-from rlpyt.models.mlp import MlpModel
+from rlpyt.models.mlp import MlpModel, run_layers
 from rlpyt.models.mlp import _has_hooks as _hooked
 from rlpyt.models.rnn import RnnState, prev_action_features, run_lstm
 from rlpyt.models.running_mean_std import ObservationNormalizerMixin
@@ -95,25 +95,11 @@ class _FfActorCritic(ObservationNormalizerMixin, torch.nn.Module):
 
 
 def _run_mlp(mlp: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
-    """``mlp(x)`` for an ``MlpModel``, calling ``F.linear`` and the nonlinearities directly.
-
-    ``nn.Module.__call__`` and ``Linear.forward``'s parameter look-ups are half the
-    cost of these small MLPs at sampling batch sizes.  Parameters are read from each
-    layer's ``_parameters`` dict on every call (so reassigned or reloaded parameters
-    are used), and any module carrying hooks, or an MLP of another type, goes through
-    ``__call__`` as usual.
-    """
+    """``mlp(x)``; an ``MlpModel`` without hooks skips ``nn.Module.__call__`` (see
+    ``run_layers``, which also reads each layer's parameters at every call)."""
     if type(mlp) is not MlpModel or _hooked(mlp):
         return mlp(x)
-    for layer in mlp.model._modules.values():
-        if _hooked(layer):
-            x = layer(x)
-        elif type(layer) is torch.nn.Linear:
-            params = layer._parameters
-            x = F.linear(x, params["weight"], params["bias"])
-        else:
-            x = layer.forward(x)
-    return x
+    return run_layers(mlp._modules["model"], x)
 
 
 class CategoricalPgMlpModel(_FfActorCritic):
