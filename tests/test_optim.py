@@ -15,10 +15,11 @@ from rlpyt.algos.optim import (
 )
 
 
-def _params(seed: int = 0) -> list[torch.nn.Parameter]:
+def _params(seed: int = 0, dtype: torch.dtype = torch.float32) -> list[torch.nn.Parameter]:
     torch.manual_seed(seed)
-    return [torch.nn.Parameter(torch.randn(5, 3)), torch.nn.Parameter(torch.randn(3)),
-            torch.nn.Parameter(torch.randn(2, 2))]
+    return [torch.nn.Parameter(torch.randn(5, 3, dtype=dtype)),
+            torch.nn.Parameter(torch.randn(3, dtype=dtype)),
+            torch.nn.Parameter(torch.randn(2, 2, dtype=dtype))]
 
 
 def _rmsprop(params, foreach: bool, **kwargs) -> torch.optim.RMSprop:
@@ -29,7 +30,7 @@ def _rmsprop(params, foreach: bool, **kwargs) -> torch.optim.RMSprop:
 def _set_grads(params, ref_params, seed: int) -> None:
     generator = torch.Generator().manual_seed(seed)
     for p, q in zip(params, ref_params):
-        g = torch.randn(p.shape, generator=generator)
+        g = torch.randn(p.shape, generator=generator, dtype=p.dtype)
         p.grad, q.grad = g.clone(), g.clone()
 
 
@@ -59,15 +60,19 @@ def _step_both_and_compare(stepper, reference, params, ref_params, steps, tag=No
             assert torch.equal(p, q), (tag, step)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("foreach", [True, False])
-def test_rmsprop_direct_step_is_bit_identical_to_rmsprop_step(foreach):
-    params, ref_params = _params(), _params()
+def test_rmsprop_direct_step_is_bit_identical_to_rmsprop_step(foreach, dtype):
+    params, ref_params = _params(dtype=dtype), _params(dtype=dtype)
     optimizer, reference = _rmsprop(params, foreach=True), _rmsprop(ref_params, foreach)
     stepper = ForeachRmspropStep(optimizer)
-    for step in range(6):
+    for step in range(8):
         if step == 3:  # a schedule changing the learning rate between steps
             for opt in (optimizer, reference):
                 opt.param_groups[0]["lr"] = 3e-3
+        if step == 5:  # and alpha and eps (the direct step holds them as tensors)
+            for opt in (optimizer, reference):
+                opt.param_groups[1].update(alpha=0.95, eps=1e-6)
         _set_grads(params, ref_params, seed=step)
         stepper.step()  # the first call goes through RMSprop.step, which creates the state
         reference.step()
