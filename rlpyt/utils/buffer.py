@@ -181,19 +181,25 @@ def torchify_buffer(buffer):
     return buffer_func(buffer, _torchify_leaf, torch.from_numpy)
 
 
-def _numpify_leaf(x, tensor_cls):
-    if isinstance(x, tensor_cls):
-        if x.is_cpu:
-            return x.detach().numpy() if x.requires_grad else x.numpy()
-        return x.detach().cpu().numpy()
-    return x
-
-
 def numpify_buffer(buffer):
-    """torch (CPU) -> numpy sharing memory; other leaves pass through."""
-    import torch
+    """torch (CPU) -> numpy sharing memory; other leaves pass through.
 
-    return buffer_func(buffer, _numpify_leaf, torch.Tensor)
+    Samplers call this on every agent step, so it walks the structure itself (no
+    generic ``buffer_func`` dispatch per leaf).
+    """
+    import torch  # Lazily: envs and spaces use this module without torch.
+
+    return _numpify(buffer, torch.Tensor)
+
+
+def _numpify(x, tensor_cls):
+    if type(x) is tensor_cls and x.is_cpu and not x.requires_grad:
+        return x.numpy()  # the common leaf
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        return type(x)._make([_numpify(b, tensor_cls) for b in x])
+    if isinstance(x, tensor_cls):
+        return x.detach().cpu().numpy()  # on another device, in a graph, or a subclass
+    return x
 
 
 def _move_leaf(x, device):
