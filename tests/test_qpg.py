@@ -394,20 +394,40 @@ def test_dense_mlp_equals_mlp_model_in_values_gradients_and_init(hidden):
     dense = DenseMlp(5, hidden, 2)  # the same seed draws the same (transposed) weights
     linears = [m for m in mlp.model if isinstance(m, torch.nn.Linear)]
     assert len(linears) == dense.n_layers
-    for k, linear in enumerate(linears):
-        assert torch.equal(getattr(dense, f"weight{k}"), linear.weight.t())
-        assert torch.equal(getattr(dense, f"bias{k}"), linear.bias)
+    # Hidden weights input-major, the output layer's output-major.
+    for k, ((weight, bias), linear) in enumerate(zip(dense.layers(), linears)):
+        expected = linear.weight if k == len(linears) - 1 else linear.weight.t()
+        assert torch.equal(weight, expected)
+        assert torch.equal(bias, linear.bias)
     x = torch.randn(11, 5, requires_grad=True)
     x2 = x.detach().clone().requires_grad_()
     (mlp(x) ** 2).sum().backward()
     (dense(x2) ** 2).sum().backward()
     torch.testing.assert_close(x.grad, x2.grad)
-    for k, linear in enumerate(linears):
-        torch.testing.assert_close(getattr(dense, f"weight{k}").grad, linear.weight.grad.t())
-        torch.testing.assert_close(getattr(dense, f"bias{k}").grad, linear.bias.grad)
+    for k, ((weight, bias), linear) in enumerate(zip(dense.layers(), linears)):
+        expected = linear.weight.grad if k == len(linears) - 1 else linear.weight.grad.t()
+        torch.testing.assert_close(weight.grad, expected)
+        torch.testing.assert_close(bias.grad, linear.bias.grad)
     other = DenseMlp(5, hidden, 2)
     other.load_mlp_state_dict(mlp.state_dict())
     torch.testing.assert_close(other(x), mlp(x))
+
+
+def test_dense_mlp_loads_state_dicts_of_the_older_all_input_major_layout():
+    """The output weight used to be input-major under ``weight{k}``: such a state dict
+    loads transposed (square layers included), with or without its metadata."""
+    torch.manual_seed(0)
+    x = torch.randn(4, 3)
+    for hidden, out in (([5], 2), ([4], 4)):
+        dense = DenseMlp(3, hidden, out)
+        old = dict(dense.state_dict())  # a plain dict: no _metadata
+        old["weight1"] = old.pop("out_weight1").t().contiguous()  # how it used to be saved
+        other = DenseMlp(3, hidden, out)
+        other.load_state_dict(old)
+        assert torch.equal(other(x), dense(x))
+        third = DenseMlp(3, hidden, out)
+        third.load_state_dict(dense.state_dict())  # the current layout loads unchanged
+        assert torch.equal(third(x), dense(x))
 
 
 def test_dense_mlp_follows_device_moves_and_deepcopy():
