@@ -26,7 +26,6 @@ __all__ = [
     "distributional_q_head",
     "layer_plan",
     "q_head",
-    "run_layers",
     "run_plan",
 ]
 
@@ -67,11 +66,6 @@ def run_plan(plan: tuple[tuple[int, object], ...], x: torch.Tensor) -> torch.Ten
         else:
             x = item(x)
     return x
-
-
-def run_layers(module: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
-    """``module(x)``, calling an ``MlpModel``'s layers directly (see ``layer_plan``)."""
-    return run_plan(layer_plan(module), x)
 
 
 def q_head(
