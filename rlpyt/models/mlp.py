@@ -65,6 +65,15 @@ def run_layers(sequential: torch.nn.Sequential, x: torch.Tensor) -> torch.Tensor
     return x
 
 
+def run_mlp(module: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """``module(x)``; an ``MlpModel`` without hooks also skips its own
+    ``nn.Module.__call__`` (its layers run by ``run_layers``, which reads the current
+    layers and parameters at every call)."""
+    if type(module) is not MlpModel or _has_hooks(module):
+        return module(x)
+    return run_layers(module._modules["model"], x)
+
+
 class MlpModel(torch.nn.Module):
     """Linear layers with a nonlinearity after every hidden layer.
 

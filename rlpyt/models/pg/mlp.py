@@ -21,8 +21,7 @@ from collections.abc import Sequence
 import torch
 import torch.nn.functional as F
 
-from rlpyt.models.mlp import MlpModel, run_layers
-from rlpyt.models.mlp import _has_hooks as _hooked
+from rlpyt.models.mlp import MlpModel, run_mlp
 from rlpyt.models.rnn import RnnState, prev_action_features, run_lstm
 from rlpyt.models.running_mean_std import ObservationNormalizerMixin
 from rlpyt.models.utils import orthogonal_init_
@@ -91,15 +90,7 @@ class _FfActorCritic(ObservationNormalizerMixin, torch.nn.Module):
 
     def _heads(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Outputs of the policy and value MLPs on ``obs`` ``[N, input_size]``."""
-        return _run_mlp(self.pi, obs), _run_mlp(self.v, obs)
-
-
-def _run_mlp(mlp: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
-    """``mlp(x)``; an ``MlpModel`` without hooks skips ``nn.Module.__call__`` (see
-    ``run_layers``, which also reads each layer's parameters at every call)."""
-    if type(mlp) is not MlpModel or _hooked(mlp):
-        return mlp(x)
-    return run_layers(mlp._modules["model"], x)
+        return run_mlp(self.pi, obs), run_mlp(self.v, obs)
 
 
 class CategoricalPgMlpModel(_FfActorCritic):
