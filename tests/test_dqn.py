@@ -674,17 +674,28 @@ def test_clip_grad_norm_matches_torch(max_norm):
 
 @pytest.mark.parametrize("dueling", [False, True])
 def test_mlp_layer_plan_matches_module_calls(dueling):
-    from rlpyt.models.dqn.mlp import DqnMlpModel
+    from rlpyt.models.dqn.mlp import CatDqnMlpModel, DqnMlpModel
+    from rlpyt.models.mlp import MlpModel
 
     torch.manual_seed(0)
-    model = DqnMlpModel((2, 3), N_ACTIONS, hidden_sizes=[8, 8], dueling=dueling)
     obs = torch.randn(5, 7, 2, 3, dtype=torch.float64)
-    expected = model.head(model.trunk(obs.reshape(5, 7, 6).float()))
-    assert torch.equal(model(obs, None, None), expected)
-    with torch.no_grad():  # The plan reads the parameters at call time.
-        model.trunk.model[0].weight.mul_(2)
-    expected = model.head(model.trunk(obs.reshape(5, 7, 6).float()))
-    assert torch.equal(model(obs, None, None), expected)
+    for model, finish in (
+        (DqnMlpModel((2, 3), N_ACTIONS, hidden_sizes=[8, 8], dueling=dueling), lambda q: q),
+        (CatDqnMlpModel((2, 3), N_ACTIONS, n_atoms=5, hidden_sizes=[8, 8], dueling=dueling),
+         lambda logits: torch.softmax(logits, -1)),
+    ):
+        def matches_module_calls(model=model, finish=finish) -> bool:
+            expected = finish(model.head(model.trunk(obs.reshape(5, 7, 6).float())))
+            return torch.equal(model(obs, None, None), expected)
+
+        assert matches_module_calls()
+        with torch.no_grad():  # The plan reads the parameters at call time.
+            model.trunk.model[0].weight.mul_(2)
+        assert matches_module_calls()
+        model.trunk.model[2] = torch.nn.Linear(8, 8)  # a replaced layer is planned again
+        assert matches_module_calls()
+        model.trunk = MlpModel(6, [8])  # and so is a replaced trunk
+        assert matches_module_calls()
 
 
 def test_n_step_q_target_bool_and_float_done_agree():

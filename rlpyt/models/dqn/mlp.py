@@ -26,6 +26,7 @@ __all__ = [
     "distributional_q_head",
     "layer_plan",
     "q_head",
+    "plan_sources",
     "run_plan",
 ]
 
@@ -37,7 +38,8 @@ def layer_plan(module: torch.nn.Module) -> tuple[tuple[int, object], ...]:
     """The steps ``run_plan`` takes to compute ``module(x)``.
 
     For an ``MlpModel``, each layer becomes a direct ``F.linear`` (reading the layer's
-    parameter dict at call time, so replaced or moved parameters are picked up) or
+    parameter dict at call time, so replaced or moved parameters are picked up; the
+    models plan again when a layer itself is replaced, see ``plan_sources``) or
     ``torch.relu`` call: skipping ``nn.Module.__call__`` and each layer's ``forward``
     saves several microseconds per layer, much of a small MLP's time on CPU (forward
     hooks on those inner layers do not run).  Any other module is one step, called
@@ -54,6 +56,14 @@ def layer_plan(module: torch.nn.Module) -> tuple[tuple[int, object], ...]:
         else:
             plan.append((_MODULE, layer))
     return tuple(plan)
+
+
+def plan_sources(module: torch.nn.Module) -> tuple[torch.nn.Module, ...]:
+    """The modules ``layer_plan(module)`` reads: an ``MlpModel``'s layers, else the
+    module itself.  A plan is current while these are the same objects."""
+    if isinstance(module, MlpModel):
+        return tuple(module._modules["model"]._modules.values())
+    return (module,)
 
 
 def run_plan(plan: tuple[tuple[int, object], ...], x: torch.Tensor) -> torch.Tensor:
@@ -132,13 +142,21 @@ class DqnMlpModel(torch.nn.Module):
         self._obs_ndim = len(observation_shape)
         self.trunk = MlpModel(int(torch.Size(observation_shape).numel()), hidden_sizes)
         self.head = q_head(self.trunk.output_size, None, output_size, dueling)
-        # Trunk and head as one sequence of direct calls (the hot path of DQN on CPU).
-        self._plan = layer_plan(self.trunk) + layer_plan(self.head)
+        self._plan, self._plan_sources = (), None
 
     def forward(
         self, observation: torch.Tensor, prev_action: torch.Tensor, prev_reward: torch.Tensor
     ) -> torch.Tensor:
-        return run_plan(self._plan, _flat_float(observation, self._obs_ndim))
+        return run_plan(self._current_plan(), _flat_float(observation, self._obs_ndim))
+
+    def _current_plan(self) -> tuple:
+        """Trunk and head as one sequence of direct calls (the hot path of DQN on CPU),
+        planned again whenever a layer, the trunk or the head has been replaced."""
+        trunk, head = self._modules["trunk"], self._modules["head"]
+        sources = plan_sources(trunk) + plan_sources(head)
+        if sources != self._plan_sources:
+            self._plan, self._plan_sources = layer_plan(trunk) + layer_plan(head), sources
+        return self._plan
 
 
 class CatDqnMlpModel(torch.nn.Module):
@@ -168,10 +186,14 @@ class CatDqnMlpModel(torch.nn.Module):
         self.trunk = MlpModel(int(torch.Size(observation_shape).numel()), hidden_sizes)
         self.head = distributional_q_head(self.trunk.output_size, None, output_size, n_atoms,
                                           dueling)
-        self._trunk_plan = layer_plan(self.trunk)
+        self._trunk_plan, self._plan_sources = (), None
 
     def forward(
         self, observation: torch.Tensor, prev_action: torch.Tensor, prev_reward: torch.Tensor
     ) -> torch.Tensor:
+        trunk = self._modules["trunk"]
+        sources = plan_sources(trunk)
+        if sources != self._plan_sources:  # a replaced layer or trunk: plan it again
+            self._trunk_plan, self._plan_sources = layer_plan(trunk), sources
         features = run_plan(self._trunk_plan, _flat_float(observation, self._obs_ndim))
         return F.softmax(self.head(features), dim=-1)
