@@ -273,20 +273,19 @@ class ForeachRmspropStep(DirectOptimizerStep):
         alpha, lr, grads = group["alpha"], group["lr"], [p.grad for p in params]
         if isinstance(lr, torch.Tensor):
             lr = lr.item()  # as RMSprop.step does for a tensor learning rate
-        first = square_avgs[0]
+        eps, first = group["eps"], square_avgs[0]
         if first.device.type == "cpu":
             # On CPU a Python scalar makes each per-tensor op of a "foreach" multiply or
             # add convert it to a tensor first; a 0-dim tensor of the same dtype holding
             # the same value skips that (a third of the cost) and gives the same result.
-            torch._foreach_mul_(square_avgs, self._scalar(alpha, first.dtype))
+            alpha_factor = self._scalar(alpha, first.dtype)
+            eps_terms = [self._scalar(eps, first.dtype)] * len(square_avgs)
         else:
-            torch._foreach_mul_(square_avgs, alpha)
+            alpha_factor, eps_terms = alpha, eps
+        torch._foreach_mul_(square_avgs, alpha_factor)
         torch._foreach_addcmul_(square_avgs, grads, grads, value=1 - alpha)
         avg = torch._foreach_sqrt(square_avgs)
-        if first.device.type == "cpu":
-            torch._foreach_add_(avg, [self._scalar(group["eps"], first.dtype)] * len(avg))
-        else:
-            torch._foreach_add_(avg, group["eps"])
+        torch._foreach_add_(avg, eps_terms)
         torch._foreach_addcdiv_(params, grads, avg, value=-lr)
 
     def _scalar(self, value: float, dtype: torch.dtype) -> torch.Tensor:

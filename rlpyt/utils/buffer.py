@@ -195,7 +195,7 @@ def numpify_buffer(buffer):
 def _numpify(x, tensor_cls):
     if type(x) is tensor_cls and x.is_cpu and not x.requires_grad:
         return x.numpy()  # the common leaf
-    if isinstance(x, tuple) and hasattr(x, "_fields"):
+    if _is_nt(x):
         return type(x)._make([_numpify(b, tensor_cls) for b in x])
     if isinstance(x, tensor_cls):
         return x.detach().cpu().numpy()  # on another device, in a graph, or a subclass

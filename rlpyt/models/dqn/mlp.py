@@ -66,6 +66,20 @@ def plan_sources(module: torch.nn.Module) -> tuple[torch.nn.Module, ...]:
     return (module,)
 
 
+def _current_plan(model: torch.nn.Module, names: tuple[str, ...]) -> tuple:
+    """The plan of ``model``'s submodules ``names`` in order, kept in ``model._plan`` and
+    made again whenever one of their ``plan_sources`` has been replaced."""
+    sources = ()
+    for name in names:
+        sources += plan_sources(model._modules[name])
+    if sources != model._plan_sources:
+        plan = ()
+        for name in names:
+            plan += layer_plan(model._modules[name])
+        model._plan, model._plan_sources = plan, sources
+    return model._plan
+
+
 def run_plan(plan: tuple[tuple[int, object], ...], x: torch.Tensor) -> torch.Tensor:
     """``module(x)`` by the steps of ``layer_plan(module)``."""
     for kind, item in plan:
@@ -147,16 +161,9 @@ class DqnMlpModel(torch.nn.Module):
     def forward(
         self, observation: torch.Tensor, prev_action: torch.Tensor, prev_reward: torch.Tensor
     ) -> torch.Tensor:
-        return run_plan(self._current_plan(), _flat_float(observation, self._obs_ndim))
-
-    def _current_plan(self) -> tuple:
-        """Trunk and head as one sequence of direct calls (the hot path of DQN on CPU),
-        planned again whenever a layer, the trunk or the head has been replaced."""
-        trunk, head = self._modules["trunk"], self._modules["head"]
-        sources = plan_sources(trunk) + plan_sources(head)
-        if sources != self._plan_sources:
-            self._plan, self._plan_sources = layer_plan(trunk) + layer_plan(head), sources
-        return self._plan
+        # Trunk and head as one sequence of direct calls (the hot path of DQN on CPU).
+        plan = _current_plan(self, ("trunk", "head"))
+        return run_plan(plan, _flat_float(observation, self._obs_ndim))
 
 
 class CatDqnMlpModel(torch.nn.Module):
@@ -186,14 +193,11 @@ class CatDqnMlpModel(torch.nn.Module):
         self.trunk = MlpModel(int(torch.Size(observation_shape).numel()), hidden_sizes)
         self.head = distributional_q_head(self.trunk.output_size, None, output_size, n_atoms,
                                           dueling)
-        self._trunk_plan, self._plan_sources = (), None
+        self._plan, self._plan_sources = (), None
 
     def forward(
         self, observation: torch.Tensor, prev_action: torch.Tensor, prev_reward: torch.Tensor
     ) -> torch.Tensor:
-        trunk = self._modules["trunk"]
-        sources = plan_sources(trunk)
-        if sources != self._plan_sources:  # a replaced layer or trunk: plan it again
-            self._trunk_plan, self._plan_sources = layer_plan(trunk), sources
-        features = run_plan(self._trunk_plan, _flat_float(observation, self._obs_ndim))
+        plan = _current_plan(self, ("trunk",))
+        features = run_plan(plan, _flat_float(observation, self._obs_ndim))
         return F.softmax(self.head(features), dim=-1)

@@ -28,6 +28,7 @@ import math
 from collections.abc import Sequence
 
 import torch
+import torch.nn.functional as F
 
 from rlpyt.models.mlp import _as_size_list
 from rlpyt.models.qpg.ensemble import EnsembleMlp
@@ -133,7 +134,7 @@ class DenseMlp(torch.nn.Module):
         *hidden, (weight, bias) = self.layers()
         for w, b in hidden:
             x = torch.addmm(b, x, w).relu_()
-        return torch.addmm(bias, x, weight.t())
+        return F.linear(x, weight, bias)  # the output layer is output-major
 
     @torch.no_grad()
     def load_mlp_state_dict(self, state_dict: dict[str, torch.Tensor]) -> None:
