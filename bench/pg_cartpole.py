@@ -2,12 +2,13 @@
 
 Steps/s are reported twice: by wall clock, and by this process's CPU time (robust to
 load from other processes on a shared machine; the ratio uses CPU time when the
-machine is busy).  Both libraries get identical hyperparameters (8 envs; PPO: n_steps 32, batch 256,
-20 epochs, gamma 0.98, GAE 0.8, lr 1e-3 and clip 0.2 both linearly annealed, 100k
-steps; A2C: n_steps 5, RMSprop lr 7e-4, 500k steps), the same (64, 64) tanh
-actor-critic, one torch thread, and the same evaluation (stochastic policy, 10
+machine is busy).  Both libraries get identical hyperparameters (8 envs; PPO: n_steps
+32, batch 256, 20 epochs, gamma 0.98, GAE 0.8, lr 1e-3 and clip 0.2 both linearly
+annealed, 100k steps; A2C: n_steps 5, RMSprop lr 7e-4, 500k steps), the same (64, 64)
+tanh actor-critic, one torch thread, and the same evaluation (stochastic policy, 10
 episodes on a fresh env).  Runs alternate between libraries; the script prints each
-run, then medians of steps/s (training wall time, evaluation excluded) and the ratio.
+run, then medians of steps/s (training wall time, evaluation excluded) and their ratio,
+then the CPU ratio of each repeat's pair of runs and the median of those.
 
 One-off process start-up costs are paid before any timing: the first torch optimizer
 built in a process lazily imports ``torch._dynamo`` (over a second of CPU), which
@@ -139,6 +140,12 @@ def bench(algo_name: str, n_steps: int, repeats: int):
           f"{peer[0]:.0f} steps/s wall (ratio {ours[0] / peer[0]:.2f}x); rlpyt {ours[1]:.0f} vs "
           f"SB3 {peer[1]:.0f} steps/s CPU (ratio {ours[1] / peer[1]:.2f}x; target >= 2x); "
           f"median final eval return rlpyt {ours[2]:.1f} vs SB3 {peer[2]:.1f}", flush=True)
+    # The two runs of a repeat follow each other, so they share the machine's state; the
+    # median of the per-repeat ratios is less moved by load that comes and goes between
+    # repeats than the ratio of medians (which may pair runs from different repeats).
+    pairs = [o[1] / p[1] for o, p in zip(results["rlpyt"], results["sb3"])]
+    print(f"{algo_name.upper()} per-repeat CPU ratios: {', '.join(f'{r:.2f}' for r in pairs)} "
+          f"(median {statistics.median(pairs):.2f}x)", flush=True)
     return med
 
 
