@@ -256,6 +256,10 @@ class ForeachRmspropStep(DirectOptimizerStep):
 
     kind = "torch.optim.RMSprop"
 
+    def __init__(self, optimizers: torch.optim.Optimizer | Sequence[torch.optim.Optimizer]):
+        super().__init__(optimizers)
+        self._scalars: dict[tuple[float, torch.dtype], torch.Tensor] = {}  # see _scalar
+
     @classmethod
     def applies(cls, optimizer: torch.optim.Optimizer) -> bool:
         return type(optimizer) is torch.optim.RMSprop
@@ -290,7 +294,7 @@ class ForeachRmspropStep(DirectOptimizerStep):
 
     def _scalar(self, value: float, dtype: torch.dtype) -> torch.Tensor:
         """``value`` as a 0-dim CPU tensor of ``dtype``, made once per value."""
-        cache = self.__dict__.setdefault("_scalars", {})
+        cache = self._scalars
         key = (float(value), dtype)
         tensor = cache.get(key)
         if tensor is None:
