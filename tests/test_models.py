@@ -590,3 +590,17 @@ def test_models_and_utils_on_cuda():
     update_state_dict(target, source.state_dict(), tau=0.5)
     update_state_dict(target, source.state_dict())
     assert torch.equal(target.lin.weight.cpu(), source.lin.weight)
+
+
+@pytest.mark.parametrize("Model", [CategoricalPgMlpModel, GaussianPgMlpModel])
+@pytest.mark.parametrize("lead", [(), (5,), (3, 4)])
+def test_pg_mlp_value_alone_equals_forward_value(Model, lead):
+    """``value`` runs only the value MLP; it must return forward's value output exactly."""
+    torch.manual_seed(0)
+    model = Model(OBS_SHAPE, N_ACT, normalize_observation=True)
+    model.update_obs_rms(torch.randn(16, *OBS_SHAPE) * 3 + 1)
+    obs = torch.randn(*lead, *OBS_SHAPE)
+    with torch.no_grad():
+        expected = model(obs, None, None)[-1]
+        torch.testing.assert_close(model.value(obs, None, None), expected, rtol=0, atol=0)
+    assert model.value(obs, None, None).shape == lead

@@ -578,6 +578,36 @@ def test_pg_agent_step_returns_detached_outputs():
     assert step.agent_info.dist_info.log_std.shape == (3, 1)
 
 
+def test_pg_agent_value_runs_the_value_part_alone_only_when_that_is_safe():
+    """``agent.value`` (bootstrap values) calls the model's ``value`` method, which skips
+    the policy MLP, unless a subclass overrode ``forward`` alone or the model has hooks."""
+    from rlpyt.agents.pg.base import value_only
+    from rlpyt.models.pg.mlp import CategoricalPgMlpModel
+
+    class DoubledValue(CategoricalPgMlpModel):  # forward changed, value inherited
+        def forward(self, observation, prev_action, prev_reward):
+            pi, v = super().forward(observation, prev_action, prev_reward)
+            return pi, 2 * v
+
+    env = make(id="CartPole-v1")
+    obs = torch.randn(5, 4)
+    inputs = (obs, torch.zeros(5, dtype=torch.long), torch.zeros(5))
+    for ModelCls, direct in [(CategoricalPgMlpModel, True), (DoubledValue, False)]:
+        agent = CategoricalPgAgent(ModelCls=ModelCls)
+        agent.initialize(env.spaces)
+        assert (value_only(agent.model) is not None) == direct
+        with torch.no_grad():
+            expected = agent.model(*inputs)[-1]
+        torch.testing.assert_close(agent.value(*inputs), expected, rtol=0, atol=0)
+    agent = CategoricalPgAgent()
+    agent.initialize(env.spaces)
+    calls = []
+    agent.model.register_forward_hook(lambda *args: calls.append(1))
+    assert value_only(agent.model) is None
+    agent.value(*inputs)
+    assert calls == [1]
+
+
 def test_eval_collector_passes_agent_info_only_to_traj_infos_that_read_it():
     from rlpyt.envs.traj_info import reads_agent_info
 

@@ -21,7 +21,9 @@ def _as_size_list(sizes: int | Sequence[int] | None, name: str) -> list[int]:
     return sizes
 
 
-def _has_hooks(module: torch.nn.Module) -> bool:
+def has_hooks(module: torch.nn.Module) -> bool:
+    """Whether ``module`` itself carries forward or backward hooks (which a direct call
+    of its layers or methods would skip)."""
     return bool(
         module._forward_pre_hooks
         or module._forward_hooks
@@ -51,7 +53,7 @@ def run_layers(sequential: torch.nn.Sequential, x: torch.Tensor) -> torch.Tensor
     """
     fresh = False  # x was made here, and nothing else holds it
     for layer in sequential._modules.values():
-        if _has_hooks(layer):
+        if has_hooks(layer):
             x, fresh = layer(x), False
             continue
         kind = type(layer)
@@ -69,7 +71,7 @@ def run_mlp(module: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
     """``module(x)``; an ``MlpModel`` without hooks also skips its own
     ``nn.Module.__call__`` (its layers run by ``run_layers``, which reads the current
     layers and parameters at every call)."""
-    if type(module) is not MlpModel or _has_hooks(module):
+    if type(module) is not MlpModel or has_hooks(module):
         return module(x)
     return run_layers(module._modules["model"], x)
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+import types
+
 import torch
 
 from rlpyt.agents.base import AgentStep, BaseAgent, RecurrentAgentMixin
+from rlpyt.models.mlp import has_hooks
 from rlpyt.utils.buffer import buffer_func, buffer_method
 from rlpyt.utils.collections import namedarraytuple
 
@@ -26,6 +30,29 @@ def _to_cpu(agent_step, device: torch.device):
 
 def _detached(x: torch.Tensor) -> torch.Tensor:
     return x.detach() if x.requires_grad else x
+
+
+def value_only(model: torch.nn.Module):
+    """``model.value`` (bound) if the model can compute its value output alone, else None.
+
+    A model may define ``value(observation, prev_action, prev_reward)`` returning what
+    ``forward(...)[-1]`` returns, without its policy part.  It is trusted only from the
+    class that also defines ``forward`` (a subclass that overrides ``forward`` alone may
+    change the value output) and on a model without hooks (which ``value`` would skip).
+    """
+    method = _value_of_forward_owner(type(model))
+    if method is None or has_hooks(model):
+        return None
+    return method.__get__(model)
+
+
+@functools.lru_cache(maxsize=None)
+def _value_of_forward_owner(cls: type):
+    for klass in cls.__mro__:
+        if "forward" in vars(klass):
+            method = vars(klass).get("value")
+            return method if isinstance(method, types.FunctionType) else None
+    return None
 
 
 class BasePgAgent(BaseAgent):
@@ -62,7 +89,12 @@ class BasePgAgent(BaseAgent):
 
     @torch.no_grad()
     def value(self, observation, prev_action, prev_reward) -> torch.Tensor:
+        """V(observation) on the CPU (bootstrap and time-limit values for the sampler);
+        the policy part of the model runs only if the model has no ``value`` method."""
         inputs = self.model_inputs(observation, prev_action, prev_reward)
+        model_value = value_only(self.model)
+        if model_value is not None:
+            return model_value(*inputs).cpu()
         return self.model(*inputs)[-1].cpu()
 
     def train_mode(self, itr):

@@ -92,6 +92,11 @@ class _FfActorCritic(ObservationNormalizerMixin, torch.nn.Module):
         """Outputs of the policy and value MLPs on ``obs`` ``[N, input_size]``."""
         return run_mlp(self.pi, obs), run_mlp(self.v, obs)
 
+    def _value(self, observation: torch.Tensor) -> torch.Tensor:
+        """The value MLP alone, leading dims kept: ``[..., *observation_shape] -> [...]``."""
+        obs, lead = self._trunk_inputs(observation)
+        return restore_leading_dims(run_mlp(self.v, obs).squeeze(-1), *lead)
+
 
 class CategoricalPgMlpModel(_FfActorCritic):
     """Softmax policy and value MLPs for discrete actions.
@@ -138,6 +143,12 @@ class CategoricalPgMlpModel(_FfActorCritic):
         logits, v = self._heads(obs)
         return restore_leading_dims((F.softmax(logits, dim=-1), v.squeeze(-1)), *lead)
 
+    def value(
+        self, observation: torch.Tensor, prev_action: torch.Tensor, prev_reward: torch.Tensor
+    ) -> torch.Tensor:
+        """``forward(...)[-1]`` without running the policy MLP (bootstrap values)."""
+        return self._value(observation)
+
 
 class GaussianPgMlpModel(_FfActorCritic):
     """Gaussian policy-mean and value MLPs with a learned, state-independent log std.
@@ -181,6 +192,12 @@ class GaussianPgMlpModel(_FfActorCritic):
         obs, lead = self._trunk_inputs(observation)
         mu, v = self._heads(obs)
         return restore_leading_dims((mu, self.log_std.expand_as(mu), v.squeeze(-1)), *lead)
+
+    def value(
+        self, observation: torch.Tensor, prev_action: torch.Tensor, prev_reward: torch.Tensor
+    ) -> torch.Tensor:
+        """``forward(...)[-1]`` without running the policy MLP (bootstrap values)."""
+        return self._value(observation)
 
 
 class _LstmActorCritic(ObservationNormalizerMixin, torch.nn.Module):
