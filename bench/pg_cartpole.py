@@ -21,6 +21,8 @@ would otherwise be charged to whichever library happens to run first.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import statistics
 import time
 
@@ -72,7 +74,9 @@ def run_rlpyt(algo_name: str, n_steps: int, seed: int):
                          log_interval_steps=n_steps)
     logger.set_log_tabular_only(True)
     start, cpu_start = time.perf_counter(), time.process_time()
-    runner.train()
+    # The runner's diagnostics table would bury this script's summary lines.
+    with contextlib.redirect_stdout(io.StringIO()):
+        runner.train()
     elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     agent.eval_mode(0)
 
