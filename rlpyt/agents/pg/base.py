@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import types
 
 import torch
@@ -46,7 +45,6 @@ def value_only(model: torch.nn.Module):
     return method.__get__(model)
 
 
-@functools.lru_cache(maxsize=None)
 def _value_of_forward_owner(cls: type):
     for klass in cls.__mro__:
         if "forward" in vars(klass):
