@@ -17,8 +17,7 @@ $(STAMP): pyproject.toml constraints.txt
 
 demo: $(STAMP)
 	$(BIN)/rlpyt train --log-dir runs/demo
-	$(BIN)/rlpyt plot runs/demo --out runs/demo/learning_curve.png
-	@echo "Learning curve written to runs/demo/learning_curve.png"
+	$(BIN)/rlpyt plot runs/demo --out runs/demo/learning_curve.png  # prints where the picture is
 
 lint: $(STAMP)
 	$(BIN)/ruff check rlpyt tests examples bench
