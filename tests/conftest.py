@@ -4,6 +4,7 @@ import os
 
 import pytest
 import torch
+from test_sampler_faults import leak_check  # noqa: F401  (a fixture for other fault tests)
 
 # Tiny tensors run ~10x slower with intra-op threads on a loaded 2-core machine, and
 # pytest-xdist already runs one worker per core.

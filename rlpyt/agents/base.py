@@ -57,8 +57,8 @@ class BaseAgent:
         self.env_model_kwargs = {}
         self.share_memory = False
         self._mode = None
-        self._send_count = None
-        self._recv_count = 0
+        self.param_board = None  # Async runs: where the optimizer publishes parameters.
+        self._recv_version = -1
 
     # ---- construction ------------------------------------------------------------
     def default_model_cls(self):
@@ -143,30 +143,46 @@ class BaseAgent:
             self.shared_model.load_state_dict(strip_ddp_state_dict(self.model.state_dict()))
 
     def async_cpu(self, share_memory=True):
-        """For asynchronous sampling on CPU: keep a separate shared-memory sampling model."""
-        if self.device.type != "cpu":
-            return
-        self.shared_model = self.ModelCls(**self.env_model_kwargs, **self.model_kwargs)
-        if share_memory:
-            self.shared_model.share_memory()
-        self.shared_model.load_state_dict(strip_ddp_state_dict(self.model.state_dict()))
-        self._send_count = torch.zeros(1, dtype=torch.long).share_memory_()
-        self._recv_count = 0
+        """Asynchronous runs: make the ``ParameterBoard`` the samplers read from.
+
+        Called by ``AsyncRl`` in the optimizer process before the sampler processes
+        start, while the model is still on the CPU.  ``share_memory=False`` keeps the
+        board private (single-process tests of the publishing path).
+        """
+        from rlpyt.agents.param_board import ParameterBoard
+
+        self.param_board = ParameterBoard(self.model)
+        if not share_memory:  # A private board: plain tensors, same protocol.
+            board = self.param_board
+            board.tensors = {k: v.clone() for k, v in board.tensors.items()}
+            board._seq = board._seq.clone()
+        self._recv_version = -1
 
     def send_shared_memory(self):
-        """Optimizer side of async sampling: publish new parameters to the samplers."""
-        if self.shared_model is not None and self.shared_model is not self.model:
-            self.shared_model.load_state_dict(strip_ddp_state_dict(self.model.state_dict()))
-            if self._send_count is not None:
-                self._send_count += 1
+        """Optimizer side of async sampling: publish the model's parameters (and buffers)."""
+        board = getattr(self, "param_board", None)
+        if board is not None:
+            board.publish(self.model)
 
-    def recv_shared_memory(self):
-        """Sampler side of async sampling: load parameters published since the last call."""
-        if self.shared_model is None or self.shared_model is self.model:
-            return
-        if self._send_count is not None and self._recv_count < int(self._send_count):
-            self.model.load_state_dict(self.shared_model.state_dict())
-            self._recv_count = int(self._send_count)
+    def recv_shared_memory(self) -> bool:
+        """Sampler side of async sampling: load parameters published since the last call.
+
+        Returns whether new parameters were loaded.  The copy is all-or-nothing: a
+        model never acts with a mix of two versions.
+        """
+        board = getattr(self, "param_board", None)
+        if board is None:
+            return False
+        loaded = board.read_into(self.model, newer_than=self._recv_version)
+        if loaded is None:
+            return False
+        self._recv_version = loaded
+        return True
+
+    @property
+    def param_version(self) -> int:
+        """Version of the parameters this agent acts with (async runs; -1 otherwise)."""
+        return getattr(self, "_recv_version", -1)
 
     # ---- modes -------------------------------------------------------------------
     def train_mode(self, itr):

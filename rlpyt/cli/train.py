@@ -22,6 +22,14 @@ SAMPLERS = {
         "rlpyt.samplers.parallel.gpu.alternating_sampler:NoOverlapAlternatingSampler",
 }
 RUNNER = "rlpyt.runners.minibatch_rl:MinibatchRlEval"
+# --runner async: the sampler type picks the asynchronous twin.
+ASYNC_SAMPLERS = {
+    "serial": "rlpyt.samplers.async_.serial_sampler:AsyncSerialSampler",
+    "cpu": "rlpyt.samplers.async_.cpu_sampler:AsyncCpuSampler",
+    "gpu": "rlpyt.samplers.async_.gpu_sampler:AsyncGpuSampler",
+    "alternating": "rlpyt.samplers.async_.alternating_sampler:AsyncAlternatingSampler",
+}
+ASYNC_RUNNER = "rlpyt.runners.async_rl:AsyncRlEval"
 
 
 def add_train_parser(subparsers):
@@ -40,6 +48,9 @@ def add_train_parser(subparsers):
     p.add_argument("--log-dir", default=None, help="run directory root (default runs/<algo>_<env>)")
     p.add_argument("--run-id", type=int, default=0, help="run index within the log dir")
     p.add_argument("--sampler-type", default="serial", choices=sorted(SAMPLERS))
+    p.add_argument("--runner", default="sync", choices=["sync", "async"],
+                   help="async: sample and optimize at once in separate processes "
+                        "(replay-based algorithms and impala; see docs/async.md)")
     p.add_argument("--workers", type=int, default=None,
                    help="worker processes of the parallel samplers (default: all CPUs)")
     p.add_argument("--cuda-idx", type=int, default=None, help="GPU index for training")
@@ -113,22 +124,51 @@ def build_config(args, extra: list[str]) -> dict:
     config["torch_threads"] = args.torch_threads
     if args.sampler_type != "serial":
         config["sampler_type"] = args.sampler_type
+    if args.runner != "sync":
+        config["runner_type"] = args.runner
     preset = PRESETS[config["algo_name"]]
+    _check_async(config, preset)
     env = dict(config["env"])
     kind = _action_kind(env.pop("id"), env)
     config["agent_class"] = preset.agents[kind]
     valid = dict(
         algo=_keywords(import_path(preset.algo)),
         agent=_keywords(import_path(config["agent_class"])),
-        sampler=_sampler_keywords(config["sampler_type"]),
+        sampler=_sampler_keywords(_sampler_path(config)),
         runner={"n_steps", "log_interval_steps", "log_traj_window"},
         env=None,
     )
     return apply_overrides(config, parse_override_args(extra), valid)
 
 
-def _sampler_keywords(sampler_type: str) -> set[str]:
-    names = _keywords(import_path(SAMPLERS[sampler_type])) or set()
+def _sampler_path(config: dict) -> str:
+    sampler_type = config.get("sampler_type", "serial")
+    return (ASYNC_SAMPLERS if config.get("runner_type") == "async" else SAMPLERS)[sampler_type]
+
+
+def _check_async(config: dict, preset) -> None:
+    if config.get("runner_type") != "async":
+        return
+    from rlpyt.algos.base import RlAlgorithm
+
+    sampler_type = config.get("sampler_type", "serial")
+    if sampler_type not in ASYNC_SAMPLERS:
+        raise ConfigError(f"--sampler-type {sampler_type} has no asynchronous twin; with "
+                          f"--runner async use one of {sorted(ASYNC_SAMPLERS)}")
+    AlgoCls = import_path(preset.algo)
+    if AlgoCls.async_initialize is RlAlgorithm.async_initialize:
+        usable = sorted(name for name, p in PRESETS.items()
+                        if import_path(p.algo).async_initialize
+                        is not RlAlgorithm.async_initialize)
+        raise ConfigError(f"--algo {config['algo_name']} ({AlgoCls.__name__}) cannot run "
+                          f"with --runner async; algorithms that can: {usable}")
+
+
+def _sampler_keywords(sampler_path: str) -> set[str]:
+    SamplerCls = import_path(sampler_path)
+    names = _keywords(SamplerCls) or set()
+    if hasattr(SamplerCls, "SamplerCls"):  # An async sampler takes its wrapped one's too.
+        names |= _keywords(SamplerCls.SamplerCls) or set()
     return names - {"self", "EnvCls", "env_kwargs"}
 
 
@@ -157,11 +197,12 @@ def train_from_config(config: dict, log_dir: str, run_ID: int = 0,
     preset = PRESETS[config["algo_name"]]
     env_kwargs = dict(config["env"])
     sampler_kwargs = dict(config["sampler"])
-    SamplerCls = import_path(SAMPLERS[config.get("sampler_type", "serial")])
+    SamplerCls = import_path(_sampler_path(config))
     sampler = SamplerCls(EnvCls=make, env_kwargs=env_kwargs, **sampler_kwargs)
     agent = import_path(config["agent_class"])(**config["agent"])
     algo = import_path(preset.algo)(**config["algo"])
-    runner = import_path(RUNNER)(algo=algo, agent=agent, sampler=sampler,
+    RunnerCls = import_path(ASYNC_RUNNER if config.get("runner_type") == "async" else RUNNER)
+    runner = RunnerCls(algo=algo, agent=agent, sampler=sampler,
                                  seed=config.get("seed"), affinity=_affinity(config),
                                  **config["runner"])
     name = f"{config['algo_name']}_{env_kwargs['id']}"

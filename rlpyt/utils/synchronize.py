@@ -4,12 +4,32 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing as mp
+import os
 import queue as queue_module
 import socket
 import time
 from typing import Any
 
 __all__ = ["RWLock", "drain_queue", "find_port"]
+
+DEAD_WRITER_CHECK_S = 1.0
+MUTEX_TIMEOUT_S = 10.0
+
+
+def _process_alive(pid: int) -> bool:
+    """Whether ``pid`` is a running (not zombie) process."""
+    try:
+        import psutil
+
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except ImportError:  # pragma: no cover - psutil is a dependency
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    except Exception:  # noqa: BLE001 - psutil.NoSuchProcess and friends: gone
+        return False
 
 
 class RWLock:
@@ -28,46 +48,98 @@ class RWLock:
     fork).  Its primitives come from the ``spawn`` context, which works for children
     started by ``fork``, ``spawn`` and ``forkserver`` alike (a primitive made in the
     ``fork`` context cannot be sent to a spawned child).  The lock is not re-entrant.
+
+    Robust to killed processes: waiters poll (with a short back-off) instead of
+    sleeping on a ``multiprocessing.Condition``, whose ``notify`` blocks forever once a
+    waiter was killed.  A process that dies holding the write lock makes every waiter
+    raise ``RuntimeError`` naming its pid within ``DEAD_WRITER_CHECK_S``; one that dies
+    waiting for it is forgotten, so readers go on.
     """
 
     def __init__(self):
         ctx = mp.get_context("spawn")
-        self._cond = ctx.Condition(ctx.Lock())
-        # Counters are only touched while holding self._cond.
+        self._mutex = ctx.Lock()  # Guards the counters; held for microseconds.
         self._readers = ctx.RawValue("i", 0)
         self._writer_active = ctx.RawValue("i", 0)
         self._writers_waiting = ctx.RawValue("i", 0)
+        self._writer_pid = ctx.RawValue("q", 0)
+        self._waiting_writer_pid = ctx.RawValue("q", 0)  # The latest writer to wait.
+
+    @contextlib.contextmanager
+    def _counters(self):
+        deadline = time.monotonic() + MUTEX_TIMEOUT_S
+        while not self._mutex.acquire(timeout=1.0):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"RWLock: its internal mutex was held for over "
+                                   f"{MUTEX_TIMEOUT_S} s; a process probably died holding it")
+        try:
+            yield
+        finally:
+            self._mutex.release()
+
+    def _check_writers(self) -> None:
+        """With the counters held: notice writers that died holding or awaiting the lock."""
+        pid = self._writer_pid.value
+        if self._writer_active.value and pid and not _process_alive(pid):
+            raise RuntimeError(
+                f"RWLock: the process holding the write lock (pid {pid}) died without "
+                f"releasing it; the data it guards may be half written")
+        waiting = self._waiting_writer_pid.value
+        if (not self._writer_active.value and self._writers_waiting.value and waiting
+                and not _process_alive(waiting)):
+            self._writers_waiting.value -= 1  # It died waiting: readers may go on.
+            self._waiting_writer_pid.value = 0
 
     def acquire_read(self) -> None:
-        with self._cond:
-            while self._writer_active.value or self._writers_waiting.value:
-                self._cond.wait()
-            self._readers.value += 1
+        backoff = _Backoff()
+        while True:
+            with self._counters():
+                if not (self._writer_active.value or self._writers_waiting.value):
+                    self._readers.value += 1
+                    return
+                if backoff.waited > DEAD_WRITER_CHECK_S:
+                    self._check_writers()
+            backoff.sleep()
 
     def release_read(self) -> None:
-        with self._cond:
+        with self._counters():
             if self._readers.value <= 0:
                 raise RuntimeError("RWLock.release_read called without a held read lock")
             self._readers.value -= 1
-            if self._readers.value == 0:
-                self._cond.notify_all()
 
     def acquire_write(self) -> None:
-        with self._cond:
+        backoff = _Backoff()
+        with self._counters():
             self._writers_waiting.value += 1
-            try:
-                while self._writer_active.value or self._readers.value:
-                    self._cond.wait()
-            finally:
-                self._writers_waiting.value -= 1
-            self._writer_active.value = 1
+            self._waiting_writer_pid.value = os.getpid()
+        acquired = False
+        try:
+            while True:
+                with self._counters():
+                    if not (self._writer_active.value or self._readers.value):
+                        self._writers_waiting.value -= 1
+                        self._writer_active.value = 1
+                        self._writer_pid.value = os.getpid()
+                        acquired = True
+                        return
+                    if backoff.waited > DEAD_WRITER_CHECK_S:
+                        self._check_writers()
+                backoff.sleep()
+        finally:
+            if not acquired:  # Interrupted while waiting: stop holding readers back.
+                with self._counters():
+                    self._writers_waiting.value -= 1
 
     def release_write(self) -> None:
-        with self._cond:
+        with self._counters():
             if not self._writer_active.value:
                 raise RuntimeError("RWLock.release_write called without a held write lock")
             self._writer_active.value = 0
-            self._cond.notify_all()
+
+    def semaphores(self) -> list:
+        """Its named-semaphore primitives (to unlink their names once every process that
+        uses the lock has started: see ``rlpyt.samplers.parallel.control``)."""
+        return [self._mutex]
 
     @property
     def read_lock(self) -> _LockSide:
@@ -85,6 +157,18 @@ class RWLock:
 
     def __exit__(self, *exc) -> None:
         self.release_read()
+
+
+class _Backoff:
+    """Sleeps growing from 50 us to 2 ms: quick hand-over, little CPU while a holder works."""
+
+    def __init__(self):
+        self.delay, self.waited = 5e-5, 0.0
+
+    def sleep(self) -> None:
+        time.sleep(self.delay)
+        self.waited += self.delay
+        self.delay = min(self.delay * 2, 2e-3)
 
 
 class _LockSide:

@@ -293,7 +293,8 @@ class DQN(RlAlgorithm):
             return opt_info
         if self.prioritized_replay:
             self.replay_buffer.set_beta(self.pri_beta_at(itr))
-        batches = self.iteration_batches(self.updates_per_optimize)
+        # Asynchronous runs: one gradient step per call; the runner holds the replay ratio.
+        batches = self.iteration_batches(1 if self.async_ else self.updates_per_optimize)
         records = [self.gradient_step(batch) for batch in batches]
         loss, grad_norm, priorities = zip(*records)
         opt_info[0].extend(torch.stack(loss).tolist())

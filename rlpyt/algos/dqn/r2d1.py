@@ -371,9 +371,12 @@ class R2D1(DQN):
             return opt_info
         if self.prioritized_replay:
             self.replay_buffer.set_beta(self.pri_beta_at(itr))
-        self._update_credit += self.updates_per_itr
-        n_updates = int(self._update_credit)
-        self._update_credit -= n_updates
+        if self.async_:  # One gradient step per call; the runner holds the replay ratio.
+            n_updates = 1
+        else:
+            self._update_credit += self.updates_per_itr
+            n_updates = int(self._update_credit)
+            self._update_credit -= n_updates
         records = []  # Tensors, read once at the end (no device sync per update).
         for _ in range(n_updates):
             batch = self.replay_buffer.sample_batch(self.batch_B)

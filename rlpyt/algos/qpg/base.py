@@ -347,6 +347,8 @@ class QpgAlgo(RlAlgorithm):
                 batch = buffer_to(self.replay_buffer.sample_batch(self.batch_size), device)
                 self.update_counter += 1
                 self.train_step(batch, diagnostics)
+            if self.async_mode:  # Publish the policy to the sampler process.
+                self.agent.send_shared_memory()
         return diagnostics.opt_info(self.OptInfoCls, type(self).__name__, first_update)
 
     def updates_this_itr(self) -> int:

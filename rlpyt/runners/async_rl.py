@@ -1,0 +1,540 @@
+"""Asynchronous runners: sampling and optimization at the same time, in separate processes.
+
+``AsyncRl`` trains in the main process while a sampler process collects batches, and
+a memory-copier process moves each batch into the replay buffer (or, for
+``Impala``, into a queue of batches)::
+
+    sampler process ──► double buffer (2 slots, shared) ──► memory copier ──► replay
+          ▲  (Async...Sampler + its workers)                                  │
+          └──────── parameter board (shared, versioned) ◄── optimizer (main) ◄┘
+
+The replay ratio is held both ways (``rlpyt.samplers.async_.control.ThrottleSpec``):
+the optimizer waits when sampling falls behind, the sampler when the optimizer falls
+behind.  Log rows follow the sampler's iterations and add ``PolicyLag`` (versions the
+acting parameters are behind the optimizer's), both processes' throughput and the
+fraction of time each spent held back.  A fault in any process (an exception, a
+kill, a hang past ``step_timeout``, Ctrl-C) stops the run and raises here with the
+failing process's traceback; every process is stopped and shared memory released.
+
+Results depend on the timing of the two processes (which parameters act on which
+batch), so an async run is not bit-reproducible from its seed; the envs and the
+sampler's own random streams are still seeded from it.
+"""
+
+from __future__ import annotations
+
+import functools
+import multiprocessing as mp
+import os
+import queue
+import signal
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+import psutil
+import torch
+
+from rlpyt.runners.base import apply_affinity
+from rlpyt.runners.minibatch_rl import MinibatchRlBase
+from rlpyt.samplers.async_.base import AsyncSamplerBase, run_sampler
+from rlpyt.samplers.async_.control import AsyncControl, AsyncStopped, ThrottleSpec
+from rlpyt.samplers.parallel.control import unlink_semaphore_names
+from rlpyt.utils.logging import logger
+from rlpyt.utils.seed import make_seed, set_seed
+
+__all__ = ["AsyncRl", "AsyncRlBase", "AsyncRlEval", "AsyncRunError", "split_affinity"]
+
+FAULT_CHECK_S = 0.2
+JOIN_TIMEOUT_S = 5.0
+DEFAULT_MAX_AHEAD = 2
+
+
+class AsyncRunError(RuntimeError):
+    """A process of an asynchronous run failed; the message holds its traceback."""
+
+
+def split_affinity(affinity) -> tuple[dict, dict]:
+    """``(optimizer part, sampler part)`` of an async affinity.
+
+    Accepts what ``make_affinity(..., async_sample=True)`` returns (one optimizer and
+    one sampler part), or the short form ``dict(cuda_idx=..., workers_cpus=[...])``,
+    where ``cuda_idx`` is the optimizer's GPU and the rest describes the sampler.
+    """
+    if affinity is None:
+        return {}, {}
+    if "optimizer" in affinity:
+        optimizer, sampler = affinity["optimizer"], affinity["sampler"]
+        if isinstance(optimizer, (list, tuple)):
+            if len(optimizer) != 1:
+                raise ValueError(
+                    f"affinity has {len(optimizer)} optimizer parts (gpu_per_run="
+                    f"{len(optimizer)}): AsyncRl trains on one device; use gpu_per_run=1")
+            optimizer = optimizer[0]
+        if isinstance(sampler, (list, tuple)):
+            if len(sampler) != 1:
+                raise ValueError(
+                    f"affinity has {len(sampler)} sampler parts (sample_gpu_per_run="
+                    f"{len(sampler)}): AsyncRl runs one sampler process; use "
+                    f"sample_gpu_per_run <= 1")
+            sampler = sampler[0]
+        return dict(optimizer), dict(sampler)
+    affinity = dict(affinity)
+    optimizer = dict(cuda_idx=affinity.pop("cuda_idx", None),
+                     torch_threads=affinity.get("master_torch_threads"),
+                     set_affinity=affinity.get("set_affinity", True))
+    affinity.pop("master_cpus", None)
+    return optimizer, affinity
+
+
+def memory_copier(double_buffer, control: AsyncControl, append) -> None:
+    """Entry point of the memory-copier process: slot by slot, in order, into the replay."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
+    torch.set_num_threads(1)  # Before any torch op: a forked child may hang otherwise.
+    from rlpyt.utils.process import die_with_parent
+
+    die_with_parent()
+    try:
+        n = 0
+        while True:
+            slot = n % 2
+            control.acquire(control.slot_filled[slot])
+            append(double_buffer[slot])
+            control.slot_free[slot].release()
+            control.batch_appended()
+            n += 1
+    except (AsyncStopped, SystemExit):
+        pass
+    except BaseException:  # noqa: BLE001 - everything reaches the optimizer process
+        control.errors.put(("memory copier", traceback.format_exc()[-20000:]))
+        sys.exit(1)
+
+
+class QueueReader:
+    """Reads a ``multiprocessing.Queue`` in a daemon thread into a local queue.
+
+    A process killed in the middle of ``put`` leaves half a message in the pipe, and a
+    ``get`` then blocks forever, even a non-blocking one.  Reading in a thread keeps
+    the optimizer free to notice the dead process and stop the run.
+    """
+
+    def __init__(self, mp_queue, name: str):
+        self.local: queue.Queue = queue.Queue()
+        self._mp_queue = mp_queue
+        threading.Thread(target=self._forward, name=name, daemon=True).start()
+
+    def _forward(self) -> None:
+        while True:
+            try:
+                self.local.put(self._mp_queue.get())
+            except (EOFError, OSError, ValueError):
+                return  # The queue was closed: the run is over.
+
+    def get(self, block: bool = False, timeout: float | None = None):
+        return self.local.get(block=block, timeout=timeout)
+
+
+def append_to_buffer(algo, buffer, samples) -> None:
+    """What the copier does with one batch: the algorithm picks the fields it stores."""
+    buffer.append_samples(algo.samples_to_buffer(samples))
+
+
+class AsyncRlBase(MinibatchRlBase):
+    """Optimizer in this process, sampler and memory copier in their own processes.
+
+    Args:
+        algo: a replay-based algorithm (DQN and its variants, R2D1, DDPG, TD3, SAC) or
+            ``Impala``; it must implement ``async_initialize``.
+        agent: the agent.
+        sampler: an ``Async...Sampler`` (``rlpyt.samplers.async_``).
+        n_steps: env steps to sample (rounded up to whole sampler batches).
+        affinity: from ``make_affinity(..., async_sample=True)`` (``optimizer`` and
+            ``sampler`` parts), or ``dict(cuda_idx=..., workers_cpus=[...])``; None runs
+            unpinned on the CPU.
+        seed: run seed; None draws one. Default None.
+        log_interval_steps: env steps between log rows (and evaluations). Default 1e5.
+        log_traj_window: latest completed trajectories in the train stats. Default 100.
+        max_ahead: sampler batches the sampler may run ahead of what the optimizer has
+            consumed at the replay ratio; None takes the algorithm's
+            ``async_max_ahead`` if it has one, else 2.  Larger values overlap better and
+            let the measured ratio wander further within a log interval.
+
+    Uses the ``fork`` start method (the sampler and copier inherit the shared buffers).
+    """
+
+    def __init__(self, algo, agent, sampler, n_steps, affinity=None, seed=None,
+                 log_interval_steps=1e5, log_traj_window=100, max_ahead=None):
+        if not isinstance(sampler, AsyncSamplerBase):
+            raise TypeError(
+                f"{type(self).__name__} needs an asynchronous sampler from "
+                f"rlpyt.samplers.async_ (AsyncSerialSampler, AsyncCpuSampler, "
+                f"AsyncGpuSampler, AsyncAlternatingSampler); got {type(sampler).__name__}")
+        if max_ahead is not None and (int(max_ahead) != max_ahead or max_ahead < 1):
+            raise ValueError(f"max_ahead={max_ahead!r} must be an integer >= 1 or None")
+        if "fork" not in mp.get_all_start_methods():
+            raise RuntimeError(f"{type(self).__name__} needs the 'fork' start method, which "
+                               f"this platform ({sys.platform}) does not offer")
+        super().__init__(algo, agent, sampler, n_steps, seed=seed, affinity=None,
+                         log_interval_steps=log_interval_steps,
+                         log_traj_window=log_traj_window)
+        self.affinity = affinity
+        self.max_ahead = max_ahead
+        self.control = self.sampler_process = self.copier_process = None
+        self._stack_file = None
+
+    # ---- set-up ------------------------------------------------------------------------
+    def startup(self) -> int:
+        optimizer_affinity, self.sampler_affinity = split_affinity(self.affinity)
+        apply_affinity(optimizer_affinity.get("cpus"), optimizer_affinity.get("torch_threads"),
+                       optimizer_affinity.get("set_affinity", True))
+        if self.seed is None:
+            self.seed = make_seed()
+        set_seed(self.seed)
+        self.itr_batch_size = self.sampler.batch_spec.size
+        n_itr = self.get_n_itr()
+        examples = self.sampler.async_initialize(
+            self.agent, bootstrap_value=getattr(self.algo, "bootstrap_value", False),
+            seed=self.seed)
+        self.buffer = self.algo.async_initialize(
+            agent=self.agent, sampler_n_itr=n_itr, batch_spec=self.sampler.batch_spec,
+            mid_batch_reset=self.sampler.mid_batch_reset, examples=examples, world_size=1)
+        self.throttle = self.make_throttle()
+        self.agent.async_cpu(share_memory=True)
+        self._start_processes()
+        self.agent.to_device(optimizer_affinity.get("cuda_idx"))  # After forking (CUDA).
+        self.algo.optim_initialize(rank=0)
+        self.initialize_logging()
+        return n_itr
+
+    def make_throttle(self) -> ThrottleSpec:
+        algo = self.algo
+        max_ahead = self.max_ahead or getattr(algo, "async_max_ahead", None) or DEFAULT_MAX_AHEAD
+        return ThrottleSpec(
+            replay_ratio=float(algo.replay_ratio), samples_per_update=int(algo.batch_size),
+            itr_env_steps=self.itr_batch_size,
+            min_itr_learn=int(getattr(algo, "min_itr_learn", 0)), max_ahead=int(max_ahead))
+
+    def _start_processes(self) -> None:
+        ctx = mp.get_context("fork")
+        self.control = AsyncControl(ctx, self.throttle)
+        fd, self._stack_file = tempfile.mkstemp(prefix="rlpyt-sampler-stack-", suffix=".txt")
+        os.close(fd)
+        self.copier_process = ctx.Process(
+            target=memory_copier, name="rlpyt-memory-copier",
+            args=(self.sampler.double_buffer_pyt, self.control,
+                  functools.partial(append_to_buffer, self.algo, self.buffer)))
+        self.copier_process.start()
+        self.sampler_process = ctx.Process(
+            target=run_sampler, name="rlpyt-sampler",
+            args=(self.sampler, self.agent, self.control),
+            kwargs=dict(affinity=self.sampler_affinity, seed=self.seed,
+                        bootstrap_value=getattr(self.algo, "bootstrap_value", False),
+                        traj_info_kwargs=self.get_traj_info_kwargs(), n_itr=self.n_itr,
+                        eval_itrs=self.eval_itrs(), stack_file=self._stack_file))
+        self.sampler_process.start()
+        lock = getattr(self.buffer, "rw_lock", None)
+        if lock is not None:  # Both children have it now: nothing is left in /dev/shm.
+            unlink_semaphore_names(lock.semaphores())
+        self._messages = QueueReader(self.control.messages, "rlpyt-async-messages")
+        self._errors = QueueReader(self.control.errors, "rlpyt-async-errors")
+
+    def eval_itrs(self) -> frozenset:
+        """Sampler iterations after which the sampler evaluates (none here)."""
+        return frozenset()
+
+    def initialize_logging(self):
+        super().initialize_logging()
+        logger.log(f"Asynchronous: {self.n_itr} sampler batches of {self.itr_batch_size} env "
+                   f"steps; replay ratio {self.throttle.replay_ratio:g} "
+                   f"({self.throttle.updates_per_itr:.3g} updates per batch), "
+                   f"learning after {self.throttle.min_itr_learn} batches.")
+        self._opt_itr = 0
+        self._starving_at = None
+        self._done_sampled = False
+        self._final_eval = None
+        self._pending_eval_itr = None
+        self._lags: list[int] = []
+        self._opt_wait_s = 0.0
+        self._last_row_time = time.perf_counter()
+        self._last_sampler_wait_s = 0.0
+        self._next_fault_check = 0.0
+        self._stopping = False
+        self.agent.train_mode(0)
+
+    # ---- the loop ------------------------------------------------------------------------
+    def train(self):
+        """Run training; returns the runner's summary (as ``MinibatchRl``)."""
+        try:
+            self.startup()
+            self._optimize_until_done()
+            if not self._stopping:
+                self._log_final_row()
+        except KeyboardInterrupt:
+            logger.log("Interrupted: writing the last snapshot.")
+            self._save_last_snapshot()
+            raise
+        except AsyncRunError:
+            raise
+        except Exception as error:
+            self._raise_fault(error)  # A dead process is the cause more often than not.
+            raise
+        finally:
+            self.shutdown()
+        return self.summary()
+
+    def _optimize_until_done(self) -> None:
+        control, throttle, algo = self.control, self.throttle, self.algo
+        while not self._stopping:
+            self._check_faults()
+            self._read_messages()
+            appended = control.appended.value
+            allowed = throttle.allowed_updates(appended)
+            if algo.update_counter < allowed and self._starving_at != appended:
+                self._optimize(appended)
+            elif self._done_sampled and appended == self.n_itr:
+                return
+            else:
+                start = time.perf_counter()
+                control.wait_appended_above(appended)
+                self._opt_wait_s += time.perf_counter() - start
+
+    def _optimize(self, appended: int) -> None:
+        before = self.algo.update_counter
+        opt_info = self.algo.optimize_agent(self._opt_itr, sampler_itr=appended - 1)
+        self._opt_itr += 1
+        made_progress = self.algo.update_counter > before
+        # No update (e.g. the replay cannot yet give an n-step sample): let the sampler
+        # run on beyond the ratio until there is more data.
+        self._starving_at = None if made_progress else appended
+        self.control.publish_updates(self.algo.update_counter, starving=not made_progress)
+        for k, values in self._opt_infos.items():
+            new = getattr(opt_info, k, [])
+            values.extend(new if isinstance(new, list) else [new])
+        board = self.agent.param_board
+        self._lags.append(board.version - max(self.control.sampler_version.value, 0))
+
+    def _read_messages(self) -> None:
+        while True:
+            try:
+                kind, itr, payload = self._messages.get()
+            except queue.Empty:
+                return
+            if kind == "traj":
+                self.store_diagnostics(itr, payload, None)
+                if self._is_log_itr(itr) and itr < self.n_itr - 1 and not self._eval:
+                    self._log_row(itr)
+            elif kind == "eval":
+                self._on_eval(itr, *payload)
+            elif kind == "done":
+                self._done_sampled = True
+            if self._stopping:
+                return
+
+    def store_diagnostics(self, itr, traj_infos, opt_info):
+        self._cum_completed_trajs += len(traj_infos)
+        self._new_completed_trajs += len(traj_infos)
+        self._traj_infos.extend(traj_infos)
+        self.pbar.update((itr + 1) % self.log_interval_itrs or self.log_interval_itrs)
+
+    def _on_eval(self, itr, traj_infos, eval_time, version) -> None:
+        """Evaluations are for the runner with evaluation (``AsyncRlEval``)."""
+
+    def _log_row(self, itr: int, eval_traj_infos=None, eval_time: float = 0.0) -> None:
+        now = time.perf_counter()
+        interval = max(now - self._last_row_time, 1e-9)
+        sampler_wait = self.control.sampler_wait_s.value
+        logger.record_tabular("PolicyLagAverage", _mean(self._lags))
+        logger.record_tabular("PolicyLagMax", max(self._lags) if self._lags else float("nan"))
+        logger.record_tabular("OptimizerWaitFraction", min(self._opt_wait_s / interval, 1.0))
+        logger.record_tabular("SamplerWaitFraction",
+                              min((sampler_wait - self._last_sampler_wait_s) / interval, 1.0))
+        learn_steps = (itr + 1 - self.throttle.min_itr_learn) * self.itr_batch_size
+        logger.record_tabular(
+            "ReplayRatioSinceLearning",
+            self.algo.update_counter * self.throttle.samples_per_update / learn_steps
+            if learn_steps > 0 else float("nan"))
+        logger.record_tabular("ParameterVersion", self.agent.param_board.version)
+        logger.record_tabular("OptimizerCalls", self._opt_itr)
+        self._lags, self._opt_wait_s = [], 0.0
+        self._last_row_time, self._last_sampler_wait_s = now, sampler_wait
+        self.log_diagnostics(itr, eval_traj_infos, eval_time)
+        if self.should_stop():
+            logger.log(f"Stopping early after sampler iteration {itr}.")
+            self._stopping = True
+
+    def _log_final_row(self) -> None:
+        self._read_messages()
+        self._log_row(self.n_itr - 1)
+
+    def log_diagnostics(self, itr, eval_traj_infos=None, eval_time=0.0):
+        # Evaluation runs in the sampler process: it takes nothing from training time.
+        super().log_diagnostics(itr, eval_traj_infos, eval_time=0.0)
+
+    def _save_last_snapshot(self) -> None:
+        last = (self.control.appended.value - 1) if self.control is not None else -1
+        if last >= 0:
+            self.save_itr_snapshot(last)
+
+    # ---- faults --------------------------------------------------------------------------
+    def _check_faults(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now < self._next_fault_check:
+            return
+        self._next_fault_check = now + FAULT_CHECK_S
+        control = self.control
+        self._raise_reported(block=False)
+        for name, proc in (("sampler process", self.sampler_process),
+                           ("memory copier", self.copier_process)):
+            if proc.is_alive():
+                continue
+            if proc is self.sampler_process and proc.exitcode == 0:
+                continue  # Finished its batches (its "done" message is on the way).
+            if proc.exitcode is None or proc.exitcode >= 0:
+                self._raise_reported(block=True)
+            raise AsyncRunError(f"the {name} (pid {proc.pid}) died: {_describe_exit(proc)}")
+        timeout = self.sampler.step_timeout
+        if (timeout is not None and self.sampler_process.is_alive() and not control.in_eval.value
+                and time.monotonic() - control.heartbeat.value > timeout):
+            raise AsyncRunError(
+                f"the sampler process (pid {self.sampler_process.pid}) made no progress for "
+                f"over step_timeout={timeout}s (one batch took longer: a hung env?); its "
+                f"stack:\n{self._sampler_stack()}")
+
+    def _raise_reported(self, block: bool) -> None:
+        try:
+            who, text = self._errors.get(block=block, timeout=2.0)
+        except queue.Empty:
+            return
+        raise AsyncRunError(f"the {who} failed:\n{text}")
+
+    def _raise_fault(self, error: BaseException) -> None:
+        """Raise ``AsyncRunError`` (chained to ``error``) if a process has failed."""
+        if self.control is None:
+            return
+        try:
+            self._check_faults(force=True)
+        except AsyncRunError as fault:
+            raise fault from error
+
+    def _sampler_stack(self) -> str:
+        try:
+            os.kill(self.sampler_process.pid, signal.SIGUSR1)
+            time.sleep(1.0)
+            with open(self._stack_file) as f:
+                return f.read() or "(no stack was written)"
+        except OSError as e:
+            return f"(could not read its stack: {e})"
+
+    # ---- shutdown ------------------------------------------------------------------------
+    def shutdown(self):
+        if getattr(self, "pbar", None) is not None:
+            self.pbar.stop()
+        if self.control is None:
+            return
+        self.control.request_stop()
+        procs = [p for p in (self.sampler_process, self.copier_process) if p is not None]
+        descendants = _descendants(procs)
+        deadline = time.monotonic() + JOIN_TIMEOUT_S
+        for proc in procs:
+            proc.join(timeout=max(0.0, deadline - time.monotonic()))
+        for proc in procs:
+            if proc.is_alive():
+                proc.terminate()
+                proc.join(timeout=2.0)
+            if proc.is_alive():
+                proc.kill()
+                proc.join(timeout=2.0)
+        for child in descendants:
+            try:
+                child.kill()
+            except psutil.Error:
+                continue
+        psutil.wait_procs(descendants, timeout=2.0)
+        self.control.close()
+        self.control = None
+        if self._stack_file is not None:
+            try:
+                os.unlink(self._stack_file)
+            except OSError:
+                pass
+            self._stack_file = None
+
+
+class AsyncRl(AsyncRlBase):
+    """Asynchronous RL logging statistics of the latest training trajectories."""
+
+
+class AsyncRlEval(AsyncRlBase):
+    """Asynchronous RL with evaluation before training and every log interval.
+
+    The sampler process evaluates (with the parameters of that moment, under the
+    sampler's ``eval_*`` settings) and sends the trajectories here; the optimizer
+    goes on training meanwhile.  Logged trajectory statistics are the evaluation's.
+    """
+
+    _eval = True
+
+    def eval_itrs(self) -> frozenset:
+        itrs = {itr for itr in range(self.n_itr) if self._is_log_itr(itr)}
+        return frozenset(itrs | {-1})
+
+    def startup(self) -> int:
+        if self.sampler.eval_n_envs == 0:
+            raise ValueError(f"{type(self).__name__} needs a sampler with eval_n_envs > 0 "
+                             f"(and eval_max_steps or eval_max_trajectories)")
+        return super().startup()
+
+    def _on_eval(self, itr, traj_infos, eval_time, version) -> None:
+        returns = [info["Return"] for info in traj_infos]
+        mean = sum(returns) / len(returns) if returns else float("nan")
+        cum_steps = 0 if itr < 0 else (itr + 1) * self.itr_batch_size
+        self.eval_history.append((cum_steps, mean))
+        logger.log(f"Evaluation after sampler iteration {itr} (parameter version {version}): "
+                   f"{len(traj_infos)} trajectories, mean return {mean:.2f}")
+        if itr == self.n_itr - 1:
+            self._final_eval = (traj_infos, eval_time)  # Logged once training is done.
+            return
+        with logger.prefix(f"itr #{max(itr, 0)} "):
+            self._log_row(itr, traj_infos, eval_time)
+
+    def _log_final_row(self) -> None:
+        deadline = time.monotonic() + 600.0
+        while self._final_eval is None:  # The last evaluation may still be running.
+            self._check_faults(force=True)
+            self._read_messages()
+            if self._final_eval is None:
+                if time.monotonic() > deadline:
+                    raise AsyncRunError("the final evaluation did not arrive within 600 s")
+                time.sleep(0.05)
+        self._log_row(self.n_itr - 1, *self._final_eval)
+
+
+def _mean(values) -> float:
+    return sum(values) / len(values) if values else float("nan")
+
+
+def _describe_exit(proc) -> str:
+    code = proc.exitcode
+    if code is None:
+        return "it is not running"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"killed by {name} (exit code {code}); no Python traceback is available"
+    return f"exited with code {code} without reporting an error"
+
+
+def _descendants(processes) -> list:
+    found = []
+    for proc in processes:
+        try:
+            found.extend(psutil.Process(proc.pid).children(recursive=True))
+        except (psutil.Error, ValueError, TypeError):
+            continue
+    return found
+
