@@ -1,0 +1,110 @@
+"""Algorithms learn under ``AsyncRl`` (marked ``learning``).
+
+* DQN on CartPole-v1: a mean evaluation return of 475 within 150k env steps in at least
+  2 of 3 seeds (the `dqn` preset's settings; seeds stop once they pass, and no further
+  seed runs once the outcome is decided).
+* SAC on Pendulum-v1: -250 within 20k env steps in at least 2 of 3 seeds (the settings
+  of ``examples/sac_pendulum.py``).
+* R2D2 (R2D1 with per-actor epsilons under ``AsyncRl``) on velocity-masked CartPole:
+  400 within 300k env steps (``examples/r2d2_masked_cartpole.py``).
+
+Per-seed results are printed (``pytest -s``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+import time
+
+import pytest
+import torch
+
+from rlpyt.agents.dqn.dqn_agent import DqnAgent
+from rlpyt.agents.qpg.sac_agent import SacAgent
+from rlpyt.algos.dqn.dqn import DQN
+from rlpyt.algos.qpg.sac import SAC
+from rlpyt.cli.presets import PRESETS
+from rlpyt.envs.gym import make
+from rlpyt.runners.async_rl import AsyncRlEval
+from rlpyt.samplers.async_.serial_sampler import AsyncSerialSampler
+from rlpyt.utils.logging.context import logger_context
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
+
+
+def load_example(name: str):
+    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def stop_at(threshold: float):
+    class StopAtThreshold(AsyncRlEval):
+        def should_stop(self) -> bool:
+            return bool(self.eval_history) and self.eval_history[-1][1] >= threshold
+
+    return StopAtThreshold
+
+
+def run_seeds(build, seeds, needed: int, threshold: float, tmp_path, name: str) -> None:
+    """Train seeds until the outcome is decided; assert ``needed`` of them pass."""
+    torch.set_num_threads(1)
+    passes = failures = 0
+    lines = []
+    for seed in seeds:
+        if passes >= needed or failures > len(seeds) - needed:
+            break
+        runner = build(seed, stop_at(threshold))
+        start = time.perf_counter()
+        with logger_context(str(tmp_path / str(seed)), seed, name, override_prefix=True):
+            summary = runner.train()
+        history = summary["eval_history"]
+        solved_at = next((steps for steps, ret in history if ret >= threshold), None)
+        passes += solved_at is not None
+        failures += solved_at is None
+        best = max(ret for _, ret in history)
+        lines.append(f"{name} seed {seed}: best eval {best:.1f}, reached {threshold} at "
+                     f"{solved_at} steps, {time.perf_counter() - start:.0f} s wall")
+        print(lines[-1], flush=True)
+    assert passes >= needed, "\n".join(lines)
+
+
+@pytest.mark.learning
+def test_async_dqn_learns_cartpole(tmp_path):
+    def build(seed, RunnerCls):
+        sampler = AsyncSerialSampler(EnvCls=make, env_kwargs=dict(id="CartPole-v1"),
+                                     batch_T=4, batch_B=8, max_decorrelation_steps=0,
+                                     eval_n_envs=5, eval_max_trajectories=5)
+        return RunnerCls(algo=DQN(**PRESETS["dqn"].algo_kwargs),
+                         agent=DqnAgent(**PRESETS["dqn"].agent_kwargs), sampler=sampler,
+                         n_steps=150_000, seed=seed, log_interval_steps=5_000)
+
+    run_seeds(build, seeds=[0, 1, 2], needed=2, threshold=475, tmp_path=tmp_path,
+              name="async dqn")
+
+
+@pytest.mark.learning
+def test_async_sac_learns_pendulum(tmp_path):
+    config = load_example("sac_pendulum").CONFIG
+
+    def build(seed, RunnerCls):
+        sampler = AsyncSerialSampler(EnvCls=make, env_kwargs=config["env"],
+                                     **config["sampler"])
+        runner_kwargs = dict(config["runner"], n_steps=20_000)
+        return RunnerCls(algo=SAC(**config["algo"]), agent=SacAgent(**config["agent"]),
+                         sampler=sampler, seed=seed, **runner_kwargs)
+
+    run_seeds(build, seeds=[0, 1, 2], needed=2, threshold=-250, tmp_path=tmp_path,
+              name="async sac")
+
+
+@pytest.mark.learning
+def test_r2d2_learns_masked_cartpole(tmp_path):
+    example = load_example("r2d2_masked_cartpole")
+
+    def build(seed, RunnerCls):
+        return example.build_runner(seed, n_steps=300_000, workers=0, RunnerCls=RunnerCls)
+
+    run_seeds(build, seeds=[0], needed=1, threshold=400, tmp_path=tmp_path, name="r2d2")
