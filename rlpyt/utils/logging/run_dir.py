@@ -1,0 +1,104 @@
+"""Protection of run directories: never overwrite a run, never run twice at once.
+
+- ``check_run_dir_free(run_dir)`` raises ``RunDirExistsError`` when the directory
+  already holds a run's files (``progress.csv``, ``params.json``, snapshots or
+  checkpoints), so that starting a run there cannot overwrite an earlier result.
+  The message offers to resume it or to pick a new run id.
+- ``RunLock(run_dir)`` holds an exclusive ``fcntl.flock`` on ``<run_dir>/.lock``
+  for the life of a run.  A second live run on the same directory is refused with
+  ``RunDirLockedError`` naming the owner's pid.  The kernel drops a flock when its
+  owner's file descriptor closes, so the lock of a killed run (even ``kill -9``)
+  is free at once; the file itself staying behind does no harm.
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["RUN_FILES", "RunDirExistsError", "RunDirLockedError", "RunLock",
+           "check_run_dir_free", "run_files_in"]
+
+LOCK_FILE = ".lock"
+# Files whose presence means a run already wrote here.
+RUN_FILES = ("progress.csv", "params.json", "params.pkl", "checkpoints")
+
+
+class RunDirExistsError(FileExistsError):
+    """The run directory already holds a run."""
+
+
+class RunDirLockedError(RuntimeError):
+    """Another live process is running in this run directory."""
+
+
+def run_files_in(run_dir: str) -> list[str]:
+    """The names of ``RUN_FILES`` (and ``itr_<N>.pkl`` snapshots) present in ``run_dir``."""
+    if not os.path.isdir(run_dir):
+        return []
+    names = os.listdir(run_dir)
+    return sorted(n for n in names
+                  if n in RUN_FILES or (n.startswith("itr_") and n.endswith(".pkl")))
+
+
+def check_run_dir_free(run_dir: str) -> None:
+    """Raise ``RunDirExistsError`` if ``run_dir`` holds an earlier run's files."""
+    present = run_files_in(run_dir)
+    if present:
+        raise RunDirExistsError(
+            f"run directory {run_dir} already holds a run ({', '.join(present)}); it is "
+            f"never overwritten. Continue it with `rlpyt train --resume {run_dir}` (Python: "
+            f"logger_context(..., resume=True) and runner.train()), or start a new run with "
+            f"another run id (--run-id) or log dir (--log-dir)"
+        )
+
+
+class RunLock:
+    """Exclusive lock of one run directory, held while the run lives.
+
+    Args:
+        run_dir: the run directory (created if missing).
+    """
+
+    def __init__(self, run_dir: str):
+        self.run_dir = run_dir
+        self.path = os.path.join(run_dir, LOCK_FILE)
+        self._fd: int | None = None
+
+    def acquire(self) -> RunLock:
+        import fcntl  # POSIX only; imported here so that the module imports anywhere.
+
+        os.makedirs(self.run_dir, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            owner = _read_pid(fd)
+            os.close(fd)
+            raise RunDirLockedError(
+                f"run directory {self.run_dir} is in use by a live run (pid {owner}); wait "
+                f"for it to end or stop it, or use another run id (--run-id) or log dir "
+                f"(--log-dir)"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # Closing the descriptor drops the flock.
+            self._fd = None
+
+    def __enter__(self) -> RunLock:
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def _read_pid(fd: int) -> str:
+    try:
+        text = os.pread(fd, 32, 0).decode().strip()
+    except OSError:
+        text = ""
+    return text or "unknown"
