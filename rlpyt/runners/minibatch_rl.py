@@ -11,6 +11,7 @@ import psutil
 
 from rlpyt.runners import checkpoint as ckpt
 from rlpyt.runners.base import BaseRunner, DivergenceError, apply_affinity
+from rlpyt.runners.preflight import check_before_start
 from rlpyt.utils.logging import logger
 from rlpyt.utils.prog_bar import ProgBarCounter
 from rlpyt.utils.seed import make_seed, set_seed
@@ -81,6 +82,8 @@ class MinibatchRlBase(BaseRunner):
     def startup(self) -> int:
         apply_affinity(self.affinity.get("master_cpus"), self.affinity.get("master_torch_threads"),
                        self.affinity.get("set_affinity", True))
+        check_before_start(self.algo, self.agent, self.sampler, self.n_steps, self.affinity,
+                           self.world_size)
         if self.seed is None:
             self.seed = make_seed()
         set_seed(self.seed)

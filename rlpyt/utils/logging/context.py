@@ -96,6 +96,8 @@ def logger_context(
     """
     if log_params is not None and not isinstance(log_params, dict):
         raise TypeError(f"log_params must be a dict or None, got {type(log_params).__name__}")
+    if snapshot_mode not in logger.SNAPSHOT_MODES:  # before the run dir is touched
+        raise ValueError(f"snapshot_mode={snapshot_mode!r} is not one of {logger.SNAPSHOT_MODES}")
     if resume is None:
         resume = os.environ.get("RLPYT_RESUME", "").lower() in ("1", "true", "yes")
     run_dir = resolve_run_dir(log_dir, run_ID, override_prefix)

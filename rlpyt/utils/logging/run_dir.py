@@ -1,8 +1,10 @@
 """Protection of run directories: never overwrite a run, never run twice at once.
 
 - ``check_run_dir_free(run_dir)`` raises ``RunDirExistsError`` when the directory
-  already holds a run's files (``progress.csv``, ``params.json``, snapshots or
+  already holds a run's results (a ``progress.csv`` with rows, snapshots or
   checkpoints), so that starting a run there cannot overwrite an earlier result.
+  A directory left by a run that failed before its first log row holds no result
+  and may be reused.
   The message offers to resume it or to pick a new run id.
 - ``RunLock(run_dir)`` holds an exclusive ``fcntl.flock`` on ``<run_dir>/.lock``
   for the life of a run.  A second live run on the same directory is refused with
@@ -19,8 +21,8 @@ __all__ = ["RUN_FILES", "RunDirExistsError", "RunDirLockedError", "RunLock",
            "check_run_dir_free", "run_files_in"]
 
 LOCK_FILE = ".lock"
-# Files whose presence means a run already wrote here.
-RUN_FILES = ("progress.csv", "params.json", "params.pkl", "checkpoints")
+# Files whose presence means a run already wrote results here.
+RUN_FILES = ("progress.csv", "params.pkl", "checkpoints")
 
 
 class RunDirExistsError(FileExistsError):
@@ -35,9 +37,24 @@ def run_files_in(run_dir: str) -> list[str]:
     """The names of ``RUN_FILES`` (and ``itr_<N>.pkl`` snapshots) present in ``run_dir``."""
     if not os.path.isdir(run_dir):
         return []
-    names = os.listdir(run_dir)
-    return sorted(n for n in names
-                  if n in RUN_FILES or (n.startswith("itr_") and n.endswith(".pkl")))
+    present = []
+    for name in sorted(os.listdir(run_dir)):
+        path = os.path.join(run_dir, name)
+        if name == "progress.csv":
+            if _has_rows(path):
+                present.append(name)
+        elif name == "checkpoints":
+            if os.path.isdir(path) and os.listdir(path):
+                present.append(name)
+        elif name in RUN_FILES or (name.startswith("itr_") and name.endswith(".pkl")):
+            present.append(name)
+    return present
+
+
+def _has_rows(csv_path: str) -> bool:
+    """True if the file has a line after its header."""
+    with open(csv_path, "rb") as f:
+        return len(f.read(1 << 16).splitlines()) > 1
 
 
 def check_run_dir_free(run_dir: str) -> None:
