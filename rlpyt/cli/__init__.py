@@ -46,7 +46,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args, extra = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
+    try:
+        args, extra = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
+    except SystemExit as e:  # usage errors (already printed, one line) and --help
+        return int(e.code or 0)
     if args.command is None:
         parser.print_help()
         return 2
