@@ -22,12 +22,20 @@ from __future__ import annotations
 import os
 import pickle
 import random
-import re
 import shutil
 from typing import Any
 
 import numpy as np
 import torch
+
+# The layout (and finding checkpoints) lives with the other run-dir rules, so that the
+# experiment launcher (a lower layer) can tell a resumable run without importing torch.
+from rlpyt.utils.logging.run_dir import (
+    CHECKPOINT_DIR,
+    STATE_FILE,
+    latest_checkpoint,
+    list_checkpoints,
+)
 
 __all__ = [
     "CHECKPOINT_DIR",
@@ -42,30 +50,7 @@ __all__ = [
     "save_checkpoint",
 ]
 
-CHECKPOINT_DIR = "checkpoints"
-STATE_FILE = "state.pt"
 REPLAY_FILE = "replay.bin"
-_NAME = re.compile(r"^itr_(\d+)$")
-
-
-def list_checkpoints(run_dir: str) -> list[tuple[int, str]]:
-    """Complete checkpoints of ``run_dir`` as ``(itr, path)``, oldest first."""
-    root = os.path.join(run_dir, CHECKPOINT_DIR)
-    if not os.path.isdir(root):
-        return []
-    found = []
-    for name in os.listdir(root):
-        match = _NAME.match(name)
-        path = os.path.join(root, name)
-        if match and os.path.isfile(os.path.join(path, STATE_FILE)):
-            found.append((int(match.group(1)), path))
-    return sorted(found)
-
-
-def latest_checkpoint(run_dir: str) -> str | None:
-    """Path of the newest complete checkpoint of ``run_dir``, or None."""
-    found = list_checkpoints(run_dir)
-    return found[-1][1] if found else None
 
 
 def save_checkpoint(run_dir: str, itr: int, state: dict, replay_buffer=None,

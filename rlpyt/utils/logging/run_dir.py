@@ -16,13 +16,39 @@
 from __future__ import annotations
 
 import os
+import re
 
-__all__ = ["RUN_FILES", "RunDirExistsError", "RunDirLockedError", "RunLock",
-           "check_run_dir_free", "run_files_in"]
+__all__ = ["CHECKPOINT_DIR", "RUN_FILES", "RunDirExistsError", "RunDirLockedError", "RunLock",
+           "check_run_dir_free", "latest_checkpoint", "list_checkpoints", "run_files_in"]
 
 LOCK_FILE = ".lock"
+# Whole-run checkpoints (written by rlpyt.runners.checkpoint): <run_dir>/checkpoints/itr_<N>/
+CHECKPOINT_DIR = "checkpoints"
+STATE_FILE = "state.pt"
+_CHECKPOINT_NAME = re.compile(r"^itr_(\d+)$")
 # Files whose presence means a run already wrote results here.
 RUN_FILES = ("progress.csv", "params.pkl", "checkpoints")
+
+
+def list_checkpoints(run_dir: str) -> list[tuple[int, str]]:
+    """Complete checkpoints of ``run_dir`` as ``(itr, path)``, oldest first (a save cut
+    short leaves only an ``itr_<N>.tmp-<pid>`` directory, which is not listed)."""
+    root = os.path.join(run_dir, CHECKPOINT_DIR)
+    if not os.path.isdir(root):
+        return []
+    found = []
+    for name in os.listdir(root):
+        match = _CHECKPOINT_NAME.match(name)
+        path = os.path.join(root, name)
+        if match and os.path.isfile(os.path.join(path, STATE_FILE)):
+            found.append((int(match.group(1)), path))
+    return sorted(found)
+
+
+def latest_checkpoint(run_dir: str) -> str | None:
+    """Path of the newest complete checkpoint of ``run_dir``, or None."""
+    found = list_checkpoints(run_dir)
+    return found[-1][1] if found else None
 
 
 class RunDirExistsError(FileExistsError):
