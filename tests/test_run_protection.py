@@ -113,3 +113,22 @@ def test_a_run_that_failed_before_its_first_row_may_be_reused(tmp_path):
         with logger_context(str(tmp_path), 0, "r", override_prefix=True):
             raise RuntimeError("set-up failed")
     write_run(tmp_path)  # no result was there to lose
+
+
+def test_resume_cuts_progress_back_and_purges_later_tensorboard_events(tmp_path):
+    accumulator = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
+    with logger_context(str(tmp_path), 0, "r", override_prefix=True, use_summary_writer=True):
+        for step in range(3):  # the checkpoint saw 2 rows; the killed run logged a 3rd
+            logger.record_tabular("A", step)
+            logger.dump_tabular(step=step)
+    with logger_context(str(tmp_path), 0, "r", override_prefix=True, use_summary_writer=True,
+                        resume=True) as run_dir:
+        logger.truncate_tabular_outputs(2)  # what the runner does on resume
+        logger.restart_summary_writer(purge_step=2)
+        logger.record_tabular("A", 9)
+        logger.dump_tabular(step=2)
+    with open(os.path.join(run_dir, "progress.csv")) as f:
+        assert f.read().split() == ["A", "0", "1", "9"]
+    events = accumulator.EventAccumulator(run_dir)
+    events.Reload()
+    assert [(e.step, e.value) for e in events.Scalars("A")] == [(0, 0.0), (1, 1.0), (2, 9.0)]
