@@ -240,9 +240,13 @@ def build_components(config: dict):
 
 
 def train_from_config(config: dict, log_dir: str, run_ID: int = 0,
-                      snapshot_mode: str = "last", resume: bool = False) -> dict:
-    """Build every component from ``config`` and train under a logger context
-    (``resume``: continue the run in ``<log_dir>/run_<run_ID>`` from its checkpoint)."""
+                      snapshot_mode: str = "last", resume: bool | None = None) -> dict:
+    """Build every component from ``config`` and train under a logger context.
+
+    ``resume``: continue the run in ``<log_dir>/run_<run_ID>`` from its checkpoint;
+    None (default): as the ``RLPYT_RESUME`` environment variable says (set by the
+    experiment launcher for the runs it continues), see ``logger_context``.
+    """
     from rlpyt.runners.preflight import check_before_start
     from rlpyt.utils.logging.context import logger_context
 
@@ -291,7 +295,7 @@ def run_train(args, extra: list[str]) -> int:
         print(f"rlpyt train: {e}")
         return 2
     summary = train_from_config(config, log_dir, run_id, args.snapshot_mode,
-                                resume=bool(args.resume))
+                                resume=True if args.resume else None)
     final = summary.get("final_eval_return", float("nan"))
     run_dir = os.path.abspath(os.path.join(log_dir, f"run_{run_id}"))
     if not math.isnan(final):

@@ -82,8 +82,7 @@ class MinibatchRlBase(BaseRunner):
     def startup(self) -> int:
         apply_affinity(self.affinity.get("master_cpus"), self.affinity.get("master_torch_threads"),
                        self.affinity.get("set_affinity", True))
-        check_before_start(self.algo, self.agent, self.sampler, self.n_steps, self.affinity,
-                           self.world_size)
+        check_before_start(self.algo, self.agent, self.sampler, self.n_steps, self.affinity)
         if self.seed is None:
             self.seed = make_seed()
         set_seed(self.seed)

@@ -31,8 +31,7 @@ _FAMILIES = (
 )
 
 
-def check_before_start(algo, agent, sampler, n_steps: int, affinity: dict,
-                       world_size: int = 1) -> None:
+def check_before_start(algo, agent, sampler, n_steps: int, affinity: dict) -> None:
     """Every check of this module, for a runner about to start."""
     check_agent_family(algo, agent)
     check_model_kwargs(agent)
