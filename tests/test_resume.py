@@ -104,14 +104,37 @@ def test_cpu_sampler_resume_continues_rows_and_counters(tmp_path):
         assert [r[key] for r in got] == [r[key] for r in ref], key
 
 
+SLOW_SAVE = """
+import sys, time
+import torch
+from rlpyt.runners.checkpoint import save_checkpoint
+
+
+class SlowReplay:  # a replay buffer whose save takes a while
+    def save_state(self, f):
+        for _ in range(200):
+            f.write(bytes(1 << 16))
+            f.flush()
+            print("writing", flush=True)
+            time.sleep(0.05)
+
+
+save_checkpoint(sys.argv[1], 3, dict(itr=3, x=torch.arange(3)))
+save_checkpoint(sys.argv[1], 7, dict(itr=7), replay_buffer=SlowReplay())
+"""
+
+
 def test_kill_during_checkpoint_write_keeps_previous_loadable(tmp_path):
     run_dir = str(tmp_path)
-    save_checkpoint(run_dir, 3, dict(itr=3, x=torch.arange(3)))
-    # A save killed mid-way leaves only its temporary directory behind.
-    partial = os.path.join(run_dir, "checkpoints", "itr_7.tmp-999999999")
-    os.makedirs(partial)
-    with open(os.path.join(partial, "state.pt"), "wb") as f:
-        f.write(b"truncated")
+    process = subprocess.Popen([sys.executable, "-c", SLOW_SAVE, run_dir], env=_env(),
+                               stdout=subprocess.PIPE, text=True)
+    for _ in range(3):  # well inside the second save
+        assert process.stdout.readline().strip() == "writing"
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    process.stdout.close()
+    names = sorted(os.listdir(os.path.join(run_dir, "checkpoints")))
+    assert names == ["itr_3", f"itr_7.tmp-{process.pid}"]  # the cut save left its tmp dir
     assert [itr for itr, _ in list_checkpoints(run_dir)] == [3]
     state = load_checkpoint(run_dir)
     assert state["itr"] == 3 and torch.equal(state["x"], torch.arange(3))
