@@ -127,9 +127,11 @@ def test_plot_writes_a_png(default_run, capsys):
     assert str(png) in capsys.readouterr().out
 
 
-def test_plot_errors(tmp_path):
+def test_plot_errors(tmp_path, capsys):
+    assert main(["plot", str(tmp_path)]) == 2  # one line, no traceback
+    assert "rlpyt plot: error: no progress.csv" in capsys.readouterr().err
     with pytest.raises(FileNotFoundError, match="no progress.csv"):
-        main(["plot", str(tmp_path)])
+        main(["--debug", "plot", str(tmp_path)])
 
 
 def test_python_m_rlpyt_help():

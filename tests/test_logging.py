@@ -224,7 +224,8 @@ def test_logger_context_layout_and_teardown(tmp_path, capsys):
             logger.save_itr_params(itr, {"itr": itr})
     rel = os.path.relpath(run_dir, tmp_path)
     assert re.fullmatch(r"data/local/\d{8}/\d{6}/exp/run_3", rel), rel
-    assert sorted(os.listdir(run_dir)) == ["debug.log", "params.json", "params.pkl", "progress.csv"]
+    assert sorted(os.listdir(run_dir)) == [".lock", "debug.log", "params.json", "params.pkl",
+                                           "progress.csv"]  # .lock: see run_dir.py
     params = json.load(open(os.path.join(run_dir, "params.json")))
     assert params["name"] == "ppo" and params["run_ID"] == 3
     assert params["algo"] == {"lr": 1e-3} and params["net"].startswith("<object object")

@@ -1,22 +1,39 @@
-"""The ``rlpyt`` command: ``train``, ``plot`` and ``launch``."""
+"""The ``rlpyt`` command: ``train``, ``evaluate``, ``plot`` and ``launch``.
+
+Errors print one line (``rlpyt train: error: ...``) and exit with code 2 (bad input,
+found before anything ran) or 1 (a failure during the run); ``--debug`` (or the
+environment variable ``RLPYT_DEBUG=1``) shows the full traceback instead.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 __all__ = ["main"]
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line (argparse prints the whole usage block first)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from rlpyt.cli.evaluate import add_evaluate_parser
     from rlpyt.cli.plot import add_plot_parser
     from rlpyt.cli.train import add_train_parser
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="rlpyt", description="Modular deep reinforcement learning in PyTorch."
     )
+    parser.add_argument("--debug", action="store_true",
+                        help="show full tracebacks of errors (also: RLPYT_DEBUG=1)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     add_train_parser(subparsers)
+    add_evaluate_parser(subparsers)
     add_plot_parser(subparsers)
     try:
         from rlpyt.experiments.launch_grid import add_launch_subparser
@@ -29,8 +46,32 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args, extra = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
+    try:
+        args, extra = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
+    except SystemExit as e:  # usage errors (already printed, one line) and --help
+        return int(e.code or 0)
     if args.command is None:
         parser.print_help()
         return 2
-    return int(args.handler(args, extra) or 0)
+    debug = args.debug or os.environ.get("RLPYT_DEBUG", "") not in ("", "0")
+    try:
+        return int(args.handler(args, extra) or 0)
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        print(f"rlpyt {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:
+        if debug:
+            raise
+        print(f"rlpyt {args.command}: error: {_one_line(e)} (--debug shows the traceback)",
+              file=sys.stderr)
+        bad_input = isinstance(e, (ValueError, TypeError, LookupError, OSError))
+        return 2 if bad_input and not isinstance(e, FloatingPointError) else 1
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e).strip() or type(e).__name__
+    if isinstance(e, KeyError) and len(e.args) == 1:
+        text = str(e.args[0])
+    return " ".join(text.split())

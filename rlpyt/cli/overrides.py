@@ -48,13 +48,30 @@ def parse_override_args(tokens: list[str]) -> list[tuple[str, Any]]:
     return pairs
 
 
-def apply_overrides(config: dict, pairs: list[tuple[str, Any]], valid_keys: dict) -> dict:
+def _check_type(dotted: str, value: Any, default: Any) -> None:
+    """A keyword whose default is a number (or bool) takes a number (or bool)."""
+    if default is None or value is None:
+        return
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise ConfigError(f"--{dotted} {value!r}: not a boolean (true/false); the "
+                              f"default is {default!r}")
+    elif isinstance(default, (int, float)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"--{dotted} {value!r}: not a number; the default is "
+                              f"{default!r}")
+
+
+def apply_overrides(config: dict, pairs: list[tuple[str, Any]], valid_keys: dict,
+                    defaults: dict | None = None) -> dict:
     """Deep-set each dotted key in a copy of ``config``.
 
     ``valid_keys`` maps a component name to the keywords its class accepts; the first
     key after the component must be one of them (deeper keys go inside dict values,
     e.g. ``agent.model_kwargs.hidden_sizes``).  Unknown names raise ``ConfigError``
-    listing the valid ones.
+    listing the valid ones.  ``defaults`` (component -> {keyword: default}) lets a
+    keyword whose default is a number refuse a value that is not one
+    (``--algo.learning_rate abc``).
     """
     config = copy.deepcopy(config)
     for dotted, value in pairs:
@@ -73,6 +90,8 @@ def apply_overrides(config: dict, pairs: list[tuple[str, Any]], valid_keys: dict
                 f"unknown keyword {keyword!r} for {component} in --{dotted}{hint}; valid "
                 f"keywords: {sorted(allowed)}"
             )
+        if not rest:
+            _check_type(dotted, value, (defaults or {}).get(component, {}).get(keyword))
         node = config.setdefault(component, {})
         path = [keyword, *rest]
         for key in path[:-1]:

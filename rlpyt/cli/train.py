@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import copy
 import inspect
 import json
@@ -11,7 +12,8 @@ import os
 from rlpyt.cli.overrides import ConfigError, apply_overrides, parse_override_args
 from rlpyt.cli.presets import PRESETS, import_path
 
-__all__ = ["add_train_parser", "build_config", "run_train", "train_from_config"]
+__all__ = ["add_train_parser", "build_config", "load_run_config", "run_train",
+           "train_from_config"]
 
 SAMPLERS = {
     "serial": "rlpyt.samplers.serial.sampler:SerialSampler",
@@ -30,6 +32,33 @@ ASYNC_SAMPLERS = {
     "alternating": "rlpyt.samplers.async_.alternating_sampler:AsyncAlternatingSampler",
 }
 ASYNC_RUNNER = "rlpyt.runners.async_rl:AsyncRlEval"
+RUNNER_KEYWORDS = {"n_steps", "log_interval_steps", "log_traj_window",
+                   "checkpoint_interval_steps", "checkpoint_replay", "max_abs_value"}
+ASYNC_RUNNER_KEYWORDS = RUNNER_KEYWORDS | {"max_ahead"}
+
+
+def _positive(kind):
+    """argparse type: a number of ``kind`` that is > 0 (``--n-steps 0`` is an error)."""
+    def parse(text: str):
+        try:
+            value = kind(float(text)) if kind is int and "e" in text.lower() else kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a{'n integer' if kind is int else ' number'}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{text} must be > 0")
+        return value
+    parse.__name__ = f"positive {kind.__name__}"
+    return parse
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} must be >= 0")
+    return value
 
 
 def add_train_parser(subparsers):
@@ -42,7 +71,8 @@ def add_train_parser(subparsers):
     )
     p.add_argument("--algo", default="ppo", choices=sorted(PRESETS), help="algorithm preset")
     p.add_argument("--env", default=None, help="Gymnasium env id (default: the preset's)")
-    p.add_argument("--n-steps", type=float, default=None, help="env steps to train for")
+    p.add_argument("--n-steps", type=_positive(float), default=None,
+                   help="env steps to train for (> 0)")
     p.add_argument("--seed", type=int, default=None,
                    help="run seed (default: the --config run's seed, else 0)")
     p.add_argument("--log-dir", default=None, help="run directory root (default runs/<algo>_<env>)")
@@ -51,9 +81,10 @@ def add_train_parser(subparsers):
     p.add_argument("--runner", default="sync", choices=["sync", "async"],
                    help="async: sample and optimize at once in separate processes "
                         "(replay-based algorithms and impala; see docs/async.md)")
-    p.add_argument("--workers", type=int, default=None,
-                   help="worker processes of the parallel samplers (default: all CPUs)")
-    p.add_argument("--cuda-idx", type=int, default=None, help="GPU index for training")
+    p.add_argument("--workers", type=_positive(int), default=None,
+                   help="worker processes of the parallel samplers (>= 1; default: all CPUs)")
+    p.add_argument("--cuda-idx", type=_non_negative_int, default=None,
+                   help="GPU index for training (default: CPU)")
     p.add_argument("--torch-threads", type=int, default=1,
                    help="torch threads of the main process (default 1: fastest for small "
                         "models, and no oversubscription with parallel workers)")
@@ -61,6 +92,11 @@ def add_train_parser(subparsers):
                    help="params.json of an earlier run: start from its full config")
     p.add_argument("--snapshot-mode", default="last",
                    choices=["all", "last", "gap", "last+gap", "none"])
+    p.add_argument("--resume", default=None, metavar="RUN_DIR",
+                   help="continue the run in RUN_DIR from its latest checkpoint, with its "
+                        "saved config (only --n-steps may change, to train longer)")
+    p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                   help="show full tracebacks of errors")
     p.set_defaults(handler=run_train)
     return p
 
@@ -81,6 +117,19 @@ def _keywords(cls) -> set[str] | None:
     return None if open_ended and not names else names
 
 
+def _keyword_defaults(cls) -> dict:
+    """Default values of ``cls.__init__``'s keywords across its MRO (first one wins)."""
+    defaults = {}
+    for klass in inspect.getmro(cls):
+        init = klass.__dict__.get("__init__")
+        if init is None:
+            continue
+        for p in inspect.signature(init).parameters.values():
+            if p.default is not p.empty:
+                defaults.setdefault(p.name, p.default)
+    return defaults
+
+
 def _action_kind(env_id: str, env_kwargs: dict) -> str:
     from rlpyt.envs.gym import make
     from rlpyt.spaces.int_box import IntBox
@@ -95,10 +144,15 @@ def _action_kind(env_id: str, env_kwargs: dict) -> str:
 
 def build_config(args, extra: list[str]) -> dict:
     """The run's full config: preset defaults, then a loaded config, then flags."""
+    if args.cuda_idx is not None:
+        from rlpyt.runners.preflight import check_cuda_idx
+
+        try:
+            check_cuda_idx(args.cuda_idx)
+        except ValueError as e:
+            raise ConfigError(f"--cuda-idx {args.cuda_idx}: {e}") from None
     if args.config:
-        with open(args.config) as f:
-            saved = json.load(f)
-        config = saved.get("config", saved)
+        config = load_run_config(args.config, "--config")
     else:
         preset = PRESETS[args.algo]
         config = dict(
@@ -135,15 +189,46 @@ def build_config(args, extra: list[str]) -> dict:
         algo=_keywords(import_path(preset.algo)),
         agent=_keywords(import_path(config["agent_class"])),
         sampler=_sampler_keywords(_sampler_path(config)),
-        runner={"n_steps", "log_interval_steps", "log_traj_window"},
+        runner=ASYNC_RUNNER_KEYWORDS if config.get("runner_type") == "async"
+        else RUNNER_KEYWORDS,
         env=None,
     )
-    return apply_overrides(config, parse_override_args(extra), valid)
+    defaults = dict(
+        algo={**_keyword_defaults(import_path(preset.algo)), **config["algo"]},
+        agent={**_keyword_defaults(import_path(config["agent_class"])), **config["agent"]},
+        sampler={**_keyword_defaults(import_path(_sampler_path(config))),
+                 **config["sampler"]},
+        runner={**_keyword_defaults(import_path(_runner_path(config))), **config["runner"]},
+    )
+    return apply_overrides(config, parse_override_args(extra), valid, defaults)
+
+
+def load_run_config(path: str, flag: str = "config") -> dict:
+    """The ``config`` of a run's ``params.json`` (``path``: the file or its run dir)."""
+    if os.path.isdir(path):
+        path = os.path.join(path, "params.json")
+    if not os.path.isfile(path):
+        raise ConfigError(f"{flag} {path!r}: no such file (give the params.json of an "
+                          f"earlier run, or its run directory)")
+    try:
+        with open(path) as f:
+            saved = json.load(f)
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"{flag} {path!r}: not a readable params.json ({e})") from None
+    config = saved.get("config", saved) if isinstance(saved, dict) else None
+    if not isinstance(config, dict) or config.get("algo_name") not in PRESETS:
+        raise ConfigError(f"{flag} {path!r}: holds no rlpyt train config (algo_name one of "
+                          f"{sorted(PRESETS)})")
+    return config
 
 
 def _sampler_path(config: dict) -> str:
     sampler_type = config.get("sampler_type", "serial")
     return (ASYNC_SAMPLERS if config.get("runner_type") == "async" else SAMPLERS)[sampler_type]
+
+
+def _runner_path(config: dict) -> str:
+    return ASYNC_RUNNER if config.get("runner_type") == "async" else RUNNER
 
 
 def _check_async(config: dict, preset) -> None:
@@ -188,40 +273,77 @@ def _affinity(config: dict) -> dict:
                 master_torch_threads=threads)
 
 
-def train_from_config(config: dict, log_dir: str, run_ID: int = 0,
-                      snapshot_mode: str = "last") -> dict:
-    """Build every component from ``config`` and train under a logger context."""
+def build_components(config: dict):
+    """``(sampler, agent, algo)`` built from a ``rlpyt train`` config."""
     from rlpyt.envs.gym import make
-    from rlpyt.utils.logging.context import logger_context
 
     preset = PRESETS[config["algo_name"]]
-    env_kwargs = dict(config["env"])
-    sampler_kwargs = dict(config["sampler"])
     SamplerCls = import_path(_sampler_path(config))
-    sampler = SamplerCls(EnvCls=make, env_kwargs=env_kwargs, **sampler_kwargs)
+    sampler = SamplerCls(EnvCls=make, env_kwargs=dict(config["env"]), **config["sampler"])
     agent = import_path(config["agent_class"])(**config["agent"])
     algo = import_path(preset.algo)(**config["algo"])
-    RunnerCls = import_path(ASYNC_RUNNER if config.get("runner_type") == "async" else RUNNER)
-    runner = RunnerCls(algo=algo, agent=agent, sampler=sampler,
+    return sampler, agent, algo
+
+
+def train_from_config(config: dict, log_dir: str, run_ID: int = 0,
+                      snapshot_mode: str = "last", resume: bool | None = None) -> dict:
+    """Build every component from ``config`` and train under a logger context.
+
+    ``resume``: continue the run in ``<log_dir>/run_<run_ID>`` from its checkpoint;
+    None (default): as the ``RLPYT_RESUME`` environment variable says (set by the
+    experiment launcher for the runs it continues), see ``logger_context``.
+    """
+    from rlpyt.runners.preflight import check_before_start
+    from rlpyt.utils.logging.context import logger_context
+
+    env_kwargs = dict(config["env"])
+    sampler, agent, algo = build_components(config)
+    runner = import_path(_runner_path(config))(algo=algo, agent=agent, sampler=sampler,
                                  seed=config.get("seed"), affinity=_affinity(config),
                                  **config["runner"])
+    # Bad settings fail here, before the run directory is touched.
+    check_before_start(algo, agent, sampler, runner.n_steps, runner.affinity)
     name = f"{config['algo_name']}_{env_kwargs['id']}"
     with logger_context(log_dir, run_ID, name, log_params=dict(config=config),
-                        snapshot_mode=snapshot_mode, override_prefix=True):
+                        snapshot_mode=snapshot_mode, override_prefix=True, resume=resume):
         return runner.train()
+
+
+def _resume_config(args, extra: list[str]) -> tuple[dict, str, int]:
+    """Config, log dir and run id of the run ``--resume RUN_DIR`` continues."""
+    run_dir = os.path.abspath(args.resume)
+    if not os.path.isdir(run_dir):
+        raise ConfigError(f"--resume {args.resume!r}: no such run directory")
+    config = load_run_config(run_dir, "--resume")
+    if extra or args.config or args.env or args.seed is not None:
+        raise ConfigError("--resume continues a run with its saved config: only --n-steps "
+                          "(to train longer) may be given with it")
+    if args.n_steps:
+        config["runner"]["n_steps"] = int(args.n_steps)
+    with open(os.path.join(run_dir, "params.json")) as f:
+        run_ID = json.load(f).get("run_ID", 0)
+    if os.path.basename(run_dir) != f"run_{run_ID}":
+        raise ConfigError(f"--resume {args.resume!r}: expected a directory named run_{run_ID} "
+                          f"(its params.json says run_ID={run_ID})")
+    return config, os.path.dirname(run_dir), run_ID
 
 
 def run_train(args, extra: list[str]) -> int:
     try:
-        config = build_config(args, extra)
+        if args.resume:
+            config, log_dir, run_id = _resume_config(args, extra)
+        else:
+            config = build_config(args, extra)
+            env_id = config["env"]["id"]
+            log_dir = args.log_dir or os.path.join("runs", f"{config['algo_name']}_{env_id}")
+            run_id = args.run_id
     except ConfigError as e:
         print(f"rlpyt train: {e}")
         return 2
-    env_id = config["env"]["id"]
-    log_dir = args.log_dir or os.path.join("runs", f"{config['algo_name']}_{env_id}")
-    summary = train_from_config(config, log_dir, args.run_id, args.snapshot_mode)
+    summary = train_from_config(config, log_dir, run_id, args.snapshot_mode,
+                                resume=True if args.resume else None)
     final = summary.get("final_eval_return", float("nan"))
-    run_dir = os.path.abspath(os.path.join(log_dir, f"run_{args.run_id}"))
+    run_dir = os.path.abspath(os.path.join(log_dir, f"run_{run_id}"))
     if not math.isnan(final):
         print(f"Final evaluation return: {final:.1f}")
     print(f"Run directory: {run_dir}")

@@ -28,3 +28,15 @@ class BaseReplayBuffer:
     def sample_batch(self, batch_B: int):
         """A training batch of ``batch_B`` samples (or sequences), as torch tensors."""
         raise NotImplementedError
+
+    def save_state(self, f) -> None:
+        """Stream the stored contents to the open binary file ``f`` (no in-memory copy)."""
+        from rlpyt.replays.checkpoint import save_replay_buffer
+
+        save_replay_buffer(self, f)
+
+    def load_state(self, f) -> None:
+        """Read contents written by ``save_state`` into this (same-sized) buffer."""
+        from rlpyt.replays.checkpoint import load_replay_buffer
+
+        load_replay_buffer(self, f)

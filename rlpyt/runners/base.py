@@ -6,7 +6,7 @@ import os
 
 from rlpyt.utils.process import apply_affinity
 
-__all__ = ["BaseRunner", "apply_affinity"]
+__all__ = ["BaseRunner", "DivergenceError", "apply_affinity"]
 
 
 def affinity_cpu_count() -> int:
@@ -21,3 +21,8 @@ class BaseRunner:
 
     def train(self):
         raise NotImplementedError
+
+
+class DivergenceError(FloatingPointError):
+    """A loss or gradient became NaN/inf: the message names the term, the iteration
+    and the last good checkpoint."""

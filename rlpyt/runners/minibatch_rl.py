@@ -6,9 +6,12 @@ import math
 import time
 from collections import deque
 
+import numpy as np
 import psutil
 
-from rlpyt.runners.base import BaseRunner, apply_affinity
+from rlpyt.runners import checkpoint as ckpt
+from rlpyt.runners.base import BaseRunner, DivergenceError, apply_affinity
+from rlpyt.runners.preflight import check_before_start
 from rlpyt.utils.logging import logger
 from rlpyt.utils.prog_bar import ProgBarCounter
 from rlpyt.utils.seed import make_seed, set_seed
@@ -31,12 +34,23 @@ class MinibatchRlBase(BaseRunner):
             ``master_torch_threads``, ``worker_torch_threads``, ``set_affinity``. Default None.
         log_interval_steps: env steps between log rows (and evaluations). Default 1e5.
         log_traj_window: number of latest completed trajectories in the train stats. Default 100.
+        checkpoint_interval_steps: env steps between whole-run checkpoints (written into
+            ``<run_dir>/checkpoints/`` inside a ``logger_context``; see docs/runners.md),
+            rounded to whole iterations; the last iteration is always checkpointed.
+            Default None: every ``log_interval_steps``; 0: no checkpoints.
+        checkpoint_replay: include the algorithm's replay buffer in checkpoints, so a
+            resumed off-policy run continues exactly. Default True.
+        max_abs_value: log a warning when an optimizer diagnostic other than a loss or
+            gradient norm (Q values, TD errors, ...) exceeds this in absolute value.
+            Default None (no check). Non-finite losses and gradient norms always stop
+            the run (``DivergenceError``).
     """
 
     _eval = False
 
     def __init__(self, algo, agent, sampler, n_steps, seed=None, affinity=None,
-                 log_interval_steps=1e5, log_traj_window=100):
+                 log_interval_steps=1e5, log_traj_window=100, checkpoint_interval_steps=None,
+                 checkpoint_replay=True, max_abs_value=None):
         if not (isinstance(n_steps, (int, float)) and n_steps > 0):
             raise ValueError(f"n_steps={n_steps!r} must be a positive number of env steps")
         if not (isinstance(log_interval_steps, (int, float)) and log_interval_steps > 0):
@@ -47,20 +61,35 @@ class MinibatchRlBase(BaseRunner):
         self.affinity = dict(affinity or {})
         self.log_interval_steps = int(log_interval_steps)
         self.log_traj_window = int(log_traj_window)
+        if checkpoint_interval_steps is None:
+            checkpoint_interval_steps = log_interval_steps
+        if not (isinstance(checkpoint_interval_steps, (int, float))
+                and checkpoint_interval_steps >= 0):
+            raise ValueError(f"checkpoint_interval_steps={checkpoint_interval_steps!r} must be "
+                             f">= 0 env steps (0: no checkpoints)")
+        if max_abs_value is not None and not (isinstance(max_abs_value, (int, float))
+                                              and max_abs_value > 0):
+            raise ValueError(f"max_abs_value={max_abs_value!r} must be a positive number or None")
+        self.checkpoint_interval_steps = int(checkpoint_interval_steps)
+        self.checkpoint_replay = bool(checkpoint_replay)
+        self.max_abs_value = max_abs_value
         self.rank, self.world_size = 0, 1
         self.eval_history = []  # (cum_steps, mean eval return) per evaluation
+        self.last_checkpoint = None  # path of the newest checkpoint written or loaded
+        self._resume_state = None  # checkpoint being resumed, between train() and startup
 
     # ---- set-up ------------------------------------------------------------------
     def startup(self) -> int:
         apply_affinity(self.affinity.get("master_cpus"), self.affinity.get("master_torch_threads"),
                        self.affinity.get("set_affinity", True))
+        check_before_start(self.algo, self.agent, self.sampler, self.n_steps, self.affinity)
         if self.seed is None:
             self.seed = make_seed()
         set_seed(self.seed)
         examples = self.sampler.initialize(
             agent=self.agent,
             affinity=self.affinity,
-            seed=self.seed,
+            seed=self.env_seed(),
             bootstrap_value=getattr(self.algo, "bootstrap_value", False),
             traj_info_kwargs=self.get_traj_info_kwargs(),
             rank=self.rank,
@@ -86,9 +115,22 @@ class MinibatchRlBase(BaseRunner):
     def get_traj_info_kwargs(self) -> dict:
         return dict(discount=getattr(self.algo, "discount", 1))
 
+    def env_seed(self) -> int:
+        """Seed for the sampler's envs: the run seed, or on a resume whose checkpoint holds
+        no env state (parallel samplers), one derived from the seed and the iteration, so
+        the restarted envs do not replay the run's first episodes."""
+        state = self._resume_state
+        if state is None or state.get("sampler") is not None:
+            return self.seed
+        return int(np.random.SeedSequence([self.seed, state["itr"] + 1]).generate_state(1)[0])
+
     def get_n_itr(self) -> int:
         """Iterations for ``n_steps``; logging every ``log_interval_steps`` (at least 1 itr)."""
         self.log_interval_itrs = max(self.log_interval_steps // self.itr_batch_size, 1)
+        self.checkpoint_interval_itrs = (
+            max(round(self.checkpoint_interval_steps / self.itr_batch_size), 1)
+            if self.checkpoint_interval_steps else 0
+        )
         self.n_itr = max(math.ceil(self.n_steps / self.itr_batch_size), 1)
         return self.n_itr
 
@@ -111,6 +153,120 @@ class MinibatchRlBase(BaseRunner):
         logger.save_itr_params(itr, self.get_itr_snapshot(itr))
         logger.log("saved")
 
+    # ---- whole-run checkpoints (resume) ----------------------------------------------------
+    def checkpoint_state(self, itr: int) -> dict:
+        """Everything needed to continue after iteration ``itr`` (subclasses extend the
+        dict and ``load_checkpoint_state``). Called only between iterations."""
+        sampler_blob, why = ckpt.capture_sampler_state(self.sampler, self.agent)
+        return dict(
+            format=1,
+            runner=type(self).__name__,
+            itr=itr,
+            cum_steps=(itr + 1) * self.itr_batch_size,
+            n_itr=self.n_itr,
+            seed=self.seed,
+            agent=self.agent.state_dict(),
+            algo=self.algo.state_dict(),
+            sampler=sampler_blob,
+            sampler_note=why,
+            diagnostics=self.diagnostics_state(),
+            progress_rows=logger.tabular_row_count(),
+            rng=ckpt.capture_rng_state(),  # last: nothing above draws random numbers
+        )
+
+    def load_checkpoint_state(self, state: dict) -> int:
+        """Restore ``checkpoint_state``'s dict after ``startup``; returns the next itr."""
+        self.agent.load_state_dict(state["agent"])
+        self.algo.load_state_dict(state["algo"])
+        self._load_replay(state)
+        if state["sampler"] is not None:
+            ckpt.restore_sampler_state(self.sampler, self.agent, state["sampler"])
+        else:
+            logger.log(f"Resume: the envs restart from new seeds, because "
+                       f"{state['sampler_note']}; the run continues, but not bit for bit.")
+        self.load_diagnostics_state(state["diagnostics"])
+        logger.truncate_tabular_outputs(state["progress_rows"])
+        logger.restart_summary_writer(purge_step=state["cum_steps"] + 1)
+        ckpt.restore_rng_state(state["rng"])
+        return state["itr"] + 1
+
+    def _load_replay(self, state: dict):
+        replay = getattr(self.algo, "replay_buffer", None)
+        if replay is None:
+            return
+        if not ckpt.load_replay(state["_path"], replay):
+            logger.log("Resume: the checkpoint holds no replay buffer (checkpoint_replay="
+                       "False): replay starts empty, so the run is not exact.")
+
+    def save_checkpoint(self, itr: int) -> str | None:
+        """Write a checkpoint after iteration ``itr`` into the run directory (if any)."""
+        run_dir = logger.get_snapshot_dir()
+        if run_dir is None:
+            return None
+        replay = getattr(self.algo, "replay_buffer", None) if self.checkpoint_replay else None
+        self.last_checkpoint = ckpt.save_checkpoint(run_dir, itr, self.checkpoint_state(itr),
+                                                    replay)
+        logger.log(f"checkpoint written: {self.last_checkpoint}")
+        return self.last_checkpoint
+
+    def _is_checkpoint_itr(self, itr) -> bool:
+        n = self.checkpoint_interval_itrs
+        return bool(n) and ((itr + 1) % n == 0 or itr == self.n_itr - 1)
+
+    def find_resume_state(self, resume) -> dict | None:
+        """The checkpoint ``train(resume=...)`` continues from (see ``train``)."""
+        if resume is None:
+            resume = logger.resume_requested()
+        if resume is False:
+            return None
+        if resume is True:
+            run_dir = logger.get_snapshot_dir()
+            if run_dir is None:
+                raise ValueError("train(resume=True) needs a run directory: call it inside "
+                                 "logger_context(..., resume=True), or pass resume=RUN_DIR")
+            if ckpt.latest_checkpoint(run_dir) is None:
+                logger.log(f"Resume: no checkpoint in {run_dir} yet; starting from the "
+                           f"beginning.")
+                logger.truncate_tabular_outputs(0)
+                return None
+            resume = run_dir
+        state = ckpt.load_checkpoint(str(resume))
+        logger.log(f"Resuming from {state['_path']} (after iteration {state['itr']}, "
+                   f"{state['cum_steps']} env steps).")
+        if self.seed is not None and self.seed != state["seed"]:
+            logger.log(f"Resume: using the checkpoint's seed {state['seed']} (not {self.seed}).")
+        self.seed = state["seed"]
+        return state
+
+    # ---- divergence guard ----------------------------------------------------------------
+    def check_opt_info(self, itr: int, opt_info) -> None:
+        """Stop on a non-finite loss or gradient norm; warn on values above max_abs_value."""
+        for name in getattr(opt_info, "_fields", ()):
+            values = getattr(opt_info, name)
+            values = np.asarray(values if isinstance(values, list) else [values],
+                                dtype=np.float64).ravel()
+            if values.size == 0:
+                continue
+            lowered = name.lower()
+            if "loss" in lowered or "grad" in lowered:
+                bad = values[~np.isfinite(values)]
+                if bad.size:
+                    raise DivergenceError(self._divergence_message(
+                        f"{type(self.algo).__name__}: {name} is {bad[0]}", itr))
+            elif self.max_abs_value is not None:
+                peak = np.max(np.abs(values))
+                if peak > self.max_abs_value and name not in self._warned_values:
+                    self._warned_values.add(name)
+                    logger.log(f"WARNING: |{name}| reached {peak:.4g} at iteration {itr}, above "
+                               f"max_abs_value={self.max_abs_value:g}: value estimates may be "
+                               f"diverging (lower the learning rate?)")
+
+    def _divergence_message(self, what: str, itr: int) -> str:
+        last = self.last_checkpoint or "none yet"
+        return (f"{what} at iteration {itr} ({(itr + 1) * self.itr_batch_size} env steps): "
+                f"training stopped. Last good checkpoint: {last}. Lower the learning rate or "
+                f"check rewards/observations for NaN/inf, then resume or restart.")
+
     # ---- diagnostics ---------------------------------------------------------------------
     def initialize_logging(self):
         self._opt_infos = {k: [] for k in self.algo.opt_info_fields}
@@ -122,9 +278,32 @@ class MinibatchRlBase(BaseRunner):
         self._traj_infos = deque(maxlen=self.log_traj_window)
         self._new_completed_trajs = 0
         self.pbar = ProgBarCounter(self.log_interval_itrs)
+        self._warned_values = set()
         logger.log(f"Running {self.n_itr} iterations of minibatch RL "
                    f"({self.itr_batch_size} env steps each).")
         self._process = psutil.Process()
+
+    def diagnostics_state(self) -> dict:
+        """The logging accumulators, so a resumed run's next rows equal the original's."""
+        return dict(
+            opt_infos=self._opt_infos, traj_infos=list(self._traj_infos),
+            cum_completed_trajs=self._cum_completed_trajs,
+            new_completed_trajs=self._new_completed_trajs,
+            last_update_counter=self._last_update_counter, last_itr=self._last_itr,
+            cum_eval_time=self._cum_eval_time, eval_history=list(self.eval_history),
+            elapsed=time.time() - self._start_time,
+        )
+
+    def load_diagnostics_state(self, state: dict) -> None:
+        self._opt_infos = state["opt_infos"]
+        self._traj_infos = deque(state["traj_infos"], maxlen=self.log_traj_window)
+        self._cum_completed_trajs = state["cum_completed_trajs"]
+        self._new_completed_trajs = state["new_completed_trajs"]
+        self._last_update_counter = state["last_update_counter"]
+        self._last_itr = state["last_itr"]
+        self._cum_eval_time = state["cum_eval_time"]
+        self.eval_history = list(state["eval_history"])
+        self._start_time = time.time() - state["elapsed"]  # CumTime goes on counting
 
     def store_diagnostics(self, itr, traj_infos, opt_info):
         self._cum_completed_trajs += len(traj_infos)
@@ -192,25 +371,50 @@ class MinibatchRlBase(BaseRunner):
             self.agent.sample_mode(itr)
             samples, traj_infos = self.sampler.obtain_samples(itr)
             self.agent.train_mode(itr)
-            opt_info = self.algo.optimize_agent(itr, samples)
+            try:
+                opt_info = self.algo.optimize_agent(itr, samples)
+            except FloatingPointError as e:  # the algorithm's own NaN check
+                if isinstance(e, DivergenceError):
+                    raise
+                raise DivergenceError(self._divergence_message(str(e), itr)) from e
+            self.check_opt_info(itr, opt_info)
             self.store_diagnostics(itr, traj_infos, opt_info)
 
     def _is_log_itr(self, itr) -> bool:
         return (itr + 1) % self.log_interval_itrs == 0 or itr == self.n_itr - 1
 
-    def train(self):
-        """Run training; returns the runner's last evaluation or train-trajectory summary."""
+    def train(self, resume: bool | str | None = None):
+        """Run training; returns the runner's last evaluation or train-trajectory summary.
+
+        Args:
+            resume: continue from a checkpoint. True: the latest one of the current run
+                directory (``logger_context``), starting afresh if there is none yet;
+                a path: that run directory's latest checkpoint, or that checkpoint
+                directory; False: start afresh. Default None: True inside
+                ``logger_context(..., resume=True)``, else False.
+        """
         itr = -1
         try:
+            self._resume_state = self.find_resume_state(resume)
             n_itr = self.startup()  # inside try: a failed set-up still stops sampler workers
-            self._before_train()
-            for itr in range(n_itr):
+            start_itr = 0
+            if self._resume_state is not None:
+                start_itr = self.load_checkpoint_state(self._resume_state)
+                self.last_checkpoint = self._resume_state["_path"]
+                self._resume_state = None
+            else:
+                self._before_train()
+            for itr in range(start_itr, n_itr):
                 self._train_itr(itr)
+                stop = False
                 if self._is_log_itr(itr):
                     self._log_itr(itr)
-                    if self.should_stop():
-                        logger.log(f"Stopping early after iteration {itr}.")
-                        break
+                    stop = self.should_stop()
+                if self._is_checkpoint_itr(itr) or stop:
+                    self.save_checkpoint(itr)
+                if stop:
+                    logger.log(f"Stopping early after iteration {itr}.")
+                    break
         except KeyboardInterrupt:
             logger.log(f"Interrupted at iteration {itr}: writing the last snapshot.")
             if itr >= 0:

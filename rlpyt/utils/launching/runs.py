@@ -9,9 +9,12 @@ launcher adds
 - ``.done``: written only when the script exits with code 0. A run whose directory
   holds ``.done`` is complete and is skipped when the grid is launched again.
 
-A run dir left by an attempt that did not finish is moved to
-``<exp_dir>/<log_dir>/failed_attempts/run_<k>_<time>/`` before the run starts again,
-so a new attempt never appends to stale files.
+A run dir left by an attempt that did not finish continues from its latest whole-run
+checkpoint (``checkpoints/itr_<N>/``, see ``rlpyt.runners.checkpoint``): the script
+is started with ``RLPYT_RESUME=1``, so its ``logger_context`` appends to the run's
+files and the runner's ``train()`` loads the checkpoint.  A dir without a checkpoint
+is moved to ``<exp_dir>/<log_dir>/failed_attempts/run_<k>_<time>/`` before the run
+starts again, so a new attempt never appends to stale files.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ __all__ = [
     "RunResult",
     "execute_run",
     "read_done_marker",
+    "resumable",
     "set_aside_stale_run_dir",
     "start_run",
 ]
@@ -140,6 +144,13 @@ def _write_done_marker(request: RunRequest, slot_code: str, seconds: float) -> N
     os.replace(tmp, os.path.join(request.run_dir, DONE_FILE))  # Atomic: never half-written.
 
 
+def resumable(run_dir: str) -> bool:
+    """True if an unfinished run left a checkpoint to continue from."""
+    from rlpyt.utils.logging.run_dir import latest_checkpoint
+
+    return latest_checkpoint(run_dir) is not None
+
+
 def set_aside_stale_run_dir(run_dir: str) -> None:
     """Move a non-empty run dir into ``failed_attempts/`` so a new attempt starts clean."""
     if not os.path.isdir(run_dir) or not os.listdir(run_dir):
@@ -236,21 +247,23 @@ def start_run(
         cpus: CPU ids to pin the run's whole process tree to (None: unpinned).
         env: environment variables to set (a None value removes the variable).
     """
-    set_aside_stale_run_dir(request.run_dir)
+    resume = resumable(request.run_dir)
+    if not resume:
+        set_aside_stale_run_dir(request.run_dir)
     os.makedirs(request.run_dir, exist_ok=True)
     command = [sys.executable, SUPERVISOR, "--parent-pid", str(os.getpid())]
     if cpus:
         command += ["--cpus", ",".join(str(c) for c in cpus)]
     command += ["--", *request.command(slot_code)]
-    log = open(os.path.join(request.run_dir, LOG_FILE), "w")
-    log.write(f"# {' '.join(request.command(slot_code))}\n")
+    log = open(os.path.join(request.run_dir, LOG_FILE), "a" if resume else "w")
+    log.write(f"# {'resumed: ' if resume else ''}{' '.join(request.command(slot_code))}\n")
     log.flush()
     process = subprocess.Popen(
         command,
         stdin=subprocess.DEVNULL,
         stdout=log,
         stderr=subprocess.STDOUT,
-        env=_child_env(env or {}),
+        env=_child_env({**(env or {}), "RLPYT_RESUME": "1" if resume else None}),
         start_new_session=True,  # Ctrl-C in the launcher's terminal is ours to handle.
     )
     return RunProcess(request, slot_code, process, log)

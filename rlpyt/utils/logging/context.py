@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from rlpyt.utils.logging import logger
+from rlpyt.utils.logging.run_dir import RunLock, check_run_dir_free
 
 __all__ = ["add_exp_param", "get_log_dir", "logger_context", "resolve_run_dir"]
 
@@ -65,6 +66,7 @@ def logger_context(
     override_prefix: bool = False,
     use_summary_writer: bool = False,
     snapshot_gap: int = 1,
+    resume: bool | None = None,
 ) -> Iterator[str]:
     """Log one run into its own directory; yields that directory's absolute path.
 
@@ -78,6 +80,15 @@ def logger_context(
         use_summary_writer: also write TensorBoard event files into the run directory
             (needs the ``tensorboard`` package).
         snapshot_gap: iterations between ``itr_<N>.pkl`` files in the gap modes.
+        resume: continue the run already in the directory: ``progress.csv`` and
+            ``debug.log`` are appended to, ``params.json`` is kept, and the runner's
+            ``train()`` loads the latest checkpoint.  False refuses a directory that
+            holds a run (``RunDirExistsError``: a run is never overwritten).  Default
+            None: True when the environment variable ``RLPYT_RESUME`` is ``1`` (set by
+            the experiment launcher for runs it continues), else False.
+
+    A lock (``<run_dir>/.lock``, see ``rlpyt.utils.logging.run_dir``) refuses a second
+    live run on the same directory for the life of the block.
 
     On exit (also on error) the outputs are removed, the writer is closed, and the
     previous snapshot settings are restored.  ``logger.get_snapshot_dir()`` returns
@@ -85,15 +96,27 @@ def logger_context(
     """
     if log_params is not None and not isinstance(log_params, dict):
         raise TypeError(f"log_params must be a dict or None, got {type(log_params).__name__}")
+    if snapshot_mode not in logger.SNAPSHOT_MODES:  # before the run dir is touched
+        raise ValueError(f"snapshot_mode={snapshot_mode!r} is not one of {logger.SNAPSHOT_MODES}")
+    if resume is None:
+        resume = os.environ.get("RLPYT_RESUME", "").lower() in ("1", "true", "yes")
     run_dir = resolve_run_dir(log_dir, run_ID, override_prefix)
-    os.makedirs(run_dir, exist_ok=True)
+    lock = RunLock(run_dir).acquire()
+    try:
+        if not resume:
+            check_run_dir_free(run_dir)
+    except BaseException:
+        lock.release()
+        raise
     text_file = os.path.join(run_dir, "debug.log")
     tabular_file = os.path.join(run_dir, "progress.csv")
     saved = (logger.get_snapshot_dir(), logger.get_snapshot_mode(), logger.get_snapshot_gap())
     saved_writer = logger.get_tf_summary_writer()
+    saved_resume = logger.resume_requested()
     writer = None
     prefix_pushed = False
     try:
+        logger.set_resume(resume)
         logger.set_snapshot_mode(snapshot_mode)
         logger.set_snapshot_gap(snapshot_gap)
         if use_summary_writer:
@@ -101,13 +124,15 @@ def logger_context(
             logger.set_tf_summary_writer(writer)
         logger.set_snapshot_dir(run_dir)
         logger.add_text_output(text_file)
-        logger.add_tabular_output(tabular_file)
+        logger.add_tabular_output(tabular_file, append=resume)
         logger.push_prefix(f"{name}_{run_ID} ")
         prefix_pushed = True
         params = dict(log_params or {})
         params["name"] = name
         params["run_ID"] = run_ID
-        logger.log_parameters(params, os.path.join(run_dir, "params.json"))
+        params_file = os.path.join(run_dir, "params.json")
+        if not (resume and os.path.exists(params_file)):
+            logger.log_parameters(params, params_file)
         yield run_dir
     finally:
         if prefix_pushed:
@@ -115,8 +140,10 @@ def logger_context(
         logger.remove_tabular_output(tabular_file)
         logger.remove_text_output(text_file)
         if writer is not None:
-            writer.close()
+            logger.get_tf_summary_writer().close()  # a resumed run may have reopened it
             logger.set_tf_summary_writer(saved_writer)
+        logger.set_resume(saved_resume)
+        lock.release()
         logger.set_snapshot_dir(saved[0])
         logger.set_snapshot_mode(saved[1])
         logger.set_snapshot_gap(saved[2])

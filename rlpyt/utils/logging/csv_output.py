@@ -44,6 +44,27 @@ class CsvOutput:
         with open(self.path, "a", newline="") as f:
             csv.DictWriter(f, fieldnames=self.fieldnames, restval="").writerow(row)
 
+    def n_rows(self) -> int:
+        """Data rows in the file (the header not counted)."""
+        if not os.path.exists(self.path):
+            return 0
+        with open(self.path, newline="") as f:
+            return max(sum(1 for _ in csv.reader(f)) - 1, 0)
+
+    def truncate(self, n_rows: int) -> None:
+        """Keep the header and the first ``n_rows`` rows (atomically): rows a killed run
+        wrote after its last checkpoint are dropped before the resumed run rewrites them."""
+        if not os.path.exists(self.path) or os.path.getsize(self.path) == 0:
+            return
+        with open(self.path, newline="") as f:
+            rows = list(csv.reader(f))
+        if len(rows) - 1 <= n_rows:
+            return
+        tmp = self.path + ".tmp"
+        with open(tmp, "w", newline="") as f:
+            csv.writer(f).writerows(rows[: n_rows + 1])
+        os.replace(tmp, self.path)
+
     def _widen(self, fieldnames: list[str]) -> None:
         """Rewrite the file under ``fieldnames`` (atomically, via a temporary file)."""
         old_rows: list[dict[str, str]] = []

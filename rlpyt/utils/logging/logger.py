@@ -56,6 +56,11 @@ __all__ = [
     "remove_tabular_output",
     "remove_text_output",
     "reset",
+    "restart_summary_writer",
+    "resume_requested",
+    "set_resume",
+    "tabular_row_count",
+    "truncate_tabular_outputs",
     "save_itr_params",
     "set_disable_prefix",
     "set_iteration",
@@ -82,6 +87,7 @@ _disable_prefix = False
 _summary_writer = None
 _iteration: int | None = None
 _n_dumps = 0
+_resume = False
 
 
 def reset() -> None:
@@ -97,6 +103,7 @@ def reset() -> None:
     _snapshot_dir, _snapshot_mode, _snapshot_gap = None, "all", 1
     _log_tabular_only = _disable_prefix = False
     _summary_writer, _iteration, _n_dumps = None, None, 0
+    set_resume(False)
 
 
 # ---------------------------------------------------------------- outputs
@@ -152,6 +159,42 @@ def set_tf_summary_writer(writer) -> None:
 
 def get_tf_summary_writer():
     return _summary_writer
+
+
+def set_resume(resume: bool) -> None:
+    """Mark the current run as a continuation (``logger_context(resume=True)`` sets it):
+    runners then load the run's latest checkpoint in ``train()``."""
+    global _resume
+    _resume = bool(resume)
+
+
+def resume_requested() -> bool:
+    return _resume
+
+
+def tabular_row_count() -> int:
+    """Rows already in the current run's CSV (``get_tabular_output()``), 0 without one."""
+    path = get_tabular_output()
+    return _tabular_outputs[path].n_rows() if path is not None else 0
+
+
+def truncate_tabular_outputs(n_rows: int) -> None:
+    """Keep only the first ``n_rows`` data rows of every CSV output (for resume)."""
+    for output in _tabular_outputs.values():
+        output.truncate(n_rows)
+
+
+def restart_summary_writer(purge_step: int) -> None:
+    """Reopen the TensorBoard writer so that TensorBoard drops the events at steps
+    ``>= purge_step`` written by a killed run after its last checkpoint."""
+    global _summary_writer
+    if _summary_writer is None:
+        return
+    from torch.utils.tensorboard import SummaryWriter
+
+    log_dir = _summary_writer.log_dir
+    _summary_writer.close()
+    _summary_writer = SummaryWriter(log_dir=log_dir, purge_step=int(purge_step))
 
 
 def set_iteration(itr: int | None) -> None:

@@ -1,0 +1,182 @@
+"""``rlpyt evaluate``: score a saved agent, optionally recording a video.
+
+``evaluate_run(path, episodes=10)`` rebuilds the env and agent of a run made by
+``rlpyt train`` from its ``params.json``, loads the weights and runs ``episodes``
+episodes with the agent in evaluation mode (the mode the run's own evaluations use).
+``path`` is a run directory (weights from its latest checkpoint, else its
+``params.pkl`` snapshot), a checkpoint directory, or a snapshot file
+(``params.pkl`` / ``itr_<N>.pkl``) inside a run directory.
+
+The evaluation env is seeded like the run's first evaluation env (same ``seed``:
+the run's, unless ``--seed`` is given), and torch, numpy and python are seeded with
+it, so the same command gives the same numbers.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+from rlpyt.cli.presets import import_path
+from rlpyt.cli.train import load_run_config
+
+__all__ = ["add_evaluate_parser", "evaluate_run", "run_evaluate"]
+
+
+def add_evaluate_parser(subparsers):
+    import argparse
+
+    p = subparsers.add_parser(
+        "evaluate",
+        help="score a saved agent (and record a video)",
+        description="Rebuild a run's env and agent from its params.json, load saved weights, "
+        "and report the mean, std and lengths of evaluation episodes.",
+    )
+    p.add_argument("path", metavar="RUN_DIR_OR_SNAPSHOT")
+    p.add_argument("--episodes", type=int, default=10, help="episodes to run (default 10)")
+    p.add_argument("--seed", type=int, default=None, help="seed (default: the run's)")
+    p.add_argument("--device", default=None,
+                   help="torch device for the agent, e.g. cpu or cuda:0 (default cpu)")
+    p.add_argument("--video", default=None, metavar="OUT.mp4",
+                   help="write the episodes as a video (needs imageio with ffmpeg)")
+    p.add_argument("--fps", type=int, default=30, help="video frames per second (default 30)")
+    p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                   help="show full tracebacks of errors")
+    p.set_defaults(handler=run_evaluate)
+    return p
+
+
+def _locate(path: str) -> tuple[str, str]:
+    """``(run_dir, weights_path)`` for a run dir, checkpoint dir or snapshot file."""
+    from rlpyt.runners.checkpoint import STATE_FILE, latest_checkpoint
+
+    path = os.path.abspath(path)
+    if os.path.isfile(path):  # a snapshot file in its run dir
+        return os.path.dirname(path), path
+    if os.path.isfile(os.path.join(path, STATE_FILE)):  # a checkpoint dir
+        return os.path.dirname(os.path.dirname(path)), path
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"{path!r}: no such run directory or snapshot file")
+    latest = latest_checkpoint(path)
+    if latest is not None:
+        return path, latest
+    snapshot = os.path.join(path, "params.pkl")
+    if os.path.isfile(snapshot):
+        return path, snapshot
+    raise FileNotFoundError(f"{path!r} holds no checkpoint and no params.pkl snapshot")
+
+
+def _agent_state(weights: str) -> dict:
+    import torch
+
+    from rlpyt.runners.checkpoint import load_checkpoint
+
+    if os.path.isdir(weights):
+        return load_checkpoint(weights)["agent"]
+    snapshot = torch.load(weights, map_location="cpu", weights_only=False)
+    if not isinstance(snapshot, dict) or "agent_state_dict" not in snapshot:
+        raise ValueError(f"{weights!r} is not an rlpyt snapshot (no 'agent_state_dict')")
+    return snapshot["agent_state_dict"]
+
+
+def evaluate_run(path: str, episodes: int = 10, seed: int | None = None,
+                 device: str | None = None, video: str | None = None, fps: int = 30) -> dict:
+    """Score the agent saved at ``path`` (see the module doc) over ``episodes`` episodes.
+
+    Returns a dict with ``returns`` and ``lengths`` (one per episode), ``mean``,
+    ``std``, ``mean_length``, ``weights`` (the file or checkpoint used), ``seed`` and
+    ``video`` (the path written, or None).
+    """
+    import torch
+
+    from rlpyt.agents.base import AgentInputs
+    from rlpyt.envs.gym import make
+    from rlpyt.utils.buffer import buffer_from_example, numpify_buffer, torchify_buffer
+    from rlpyt.utils.seed import env_seeds, set_seed
+
+    if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
+        raise ValueError(f"episodes={episodes!r} must be an integer >= 1")
+    run_dir, weights = _locate(path)
+    config = load_run_config(run_dir, "evaluate")
+    seed = config.get("seed", 0) if seed is None else int(seed)
+    set_seed(seed)
+    env_kwargs = dict(config["env"])
+    if video is not None:
+        env_kwargs.setdefault("render_mode", "rgb_array")
+    env = make(**env_kwargs)
+    env.seed(env_seeds(seed, 1)[0])
+    agent = import_path(config["agent_class"])(**config["agent"])
+    agent.initialize(env.spaces, share_memory=False, global_B=1, env_ranks=[0])
+    agent.load_state_dict(_agent_state(weights))
+    if device is not None and str(device) != "cpu":
+        dev = torch.device(device)
+        agent.to_device(dev.index if dev.index is not None else 0)
+    agent.eval_mode(0)
+    frames: list = []
+    returns, lengths = [], []
+    null_action = env.action_space.null_value()
+    try:
+        for _ in range(episodes):
+            observation = env.reset()
+            agent.reset()
+            inputs = AgentInputs(buffer_from_example(observation, 1),
+                                 buffer_from_example(null_action, 1), np.zeros(1, np.float32))
+            inputs.observation[0], inputs.prev_action[0] = observation, null_action
+            inputs_pyt = torchify_buffer(inputs)
+            total, length, done = 0.0, 0, False
+            if video is not None:
+                frames.append(env.render())
+            while not done:
+                with torch.no_grad():
+                    action = numpify_buffer(agent.step(*inputs_pyt).action)
+                observation, reward, step_done, env_info = env.step(action[0])
+                total, length = total + float(reward), length + 1
+                done = bool(getattr(env_info, "traj_done", step_done))
+                if step_done and not done:  # e.g. a lost life: the game goes on
+                    observation = env.reset()
+                inputs.observation[0], inputs.prev_action[0] = observation, action[0]
+                inputs.prev_reward[0] = reward
+                if video is not None:
+                    frames.append(env.render())
+            returns.append(total)
+            lengths.append(length)
+    finally:
+        env.close()
+    if video is not None:
+        _write_video(video, frames, fps)
+    return dict(returns=returns, lengths=lengths, mean=float(np.mean(returns)),
+                std=float(np.std(returns)), mean_length=float(np.mean(lengths)),
+                weights=weights, seed=seed, video=video)
+
+
+def _write_video(path: str, frames: list, fps: int) -> None:
+    try:
+        import imageio.v2 as imageio
+    except ImportError as e:
+        raise ImportError("--video needs imageio (pip install 'imageio[ffmpeg]')") from e
+    if not frames or frames[0] is None:
+        raise ValueError("the env rendered no frames (does it support render_mode='rgb_array'?)")
+    os.makedirs(os.path.dirname(os.path.abspath(path)) or ".", exist_ok=True)
+    with imageio.get_writer(path, fps=fps) as writer:
+        for frame in frames:
+            writer.append_data(np.asarray(frame, dtype=np.uint8))
+
+
+def run_evaluate(args, extra: list[str]) -> int:
+    if extra:
+        print(f"rlpyt evaluate: unrecognised arguments {extra}")
+        return 2
+    result = evaluate_run(args.path, args.episodes, args.seed, args.device, args.video,
+                          args.fps)
+    print(f"Weights: {result['weights']}")
+    print(f"Episodes: {len(result['returns'])}  seed: {result['seed']}")
+    print(f"Return: mean {result['mean']:.2f}  std {result['std']:.2f}  "
+          f"min {min(result['returns']):.2f}  max {max(result['returns']):.2f}")
+    print(f"Episode lengths: {result['lengths']} (mean {result['mean_length']:.1f})")
+    if result["video"]:
+        print(f"Video written to {os.path.abspath(result['video'])}")
+    if any(math.isnan(r) for r in result["returns"]):
+        return 1
+    return 0
