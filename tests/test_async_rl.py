@@ -385,3 +385,37 @@ def test_main_killed_takes_every_process_with_it(tmp_path):
     finally:
         proc.kill()
     assert not wait_gone(tree), "processes outlived a main process killed with SIGKILL"
+
+
+# ---- checkpoints and resume --------------------------------------------------------------
+def test_resume_continues_counters_replay_and_rows(tmp_path):
+    """A run stopped after its second row resumes from its checkpoint: updates, replay
+    contents, parameter-free counters and log rows go on with nothing repeated or lost."""
+    from rlpyt.runners import checkpoint as ckpt
+
+    class StopAfterTwoRows(AsyncRl):
+        def should_stop(self):
+            return self._last_itr >= 49
+
+    algo, agent = small_dqn()
+    runner = StopAfterTwoRows(algo, agent, cartpole_sampler(AsyncSerialSampler),
+                              n_steps=3200, seed=2, log_interval_steps=800)
+    train(runner, tmp_path)
+    first_rows = read_progress(tmp_path)
+    assert [int(r["Iteration"]) for r in first_rows] == [24, 49]
+    (run_dir,) = glob.glob(str(tmp_path / "run_*"))
+    state = ckpt.load_checkpoint(run_dir)
+    assert state["itr"] == 49 and state["appended"] >= 50
+
+    algo, agent = small_dqn()
+    resumed = AsyncRl(algo, agent, cartpole_sampler(AsyncSerialSampler), n_steps=3200,
+                      seed=2, log_interval_steps=800)
+    with logger_context(str(tmp_path), 0, "async", override_prefix=True,
+                        snapshot_mode="last", resume=True):
+        resumed.train()
+    rows = read_progress(tmp_path)
+    assert [int(r["Iteration"]) for r in rows] == [24, 49, 74, 99]
+    assert rows[:2] == first_rows[:2]
+    # The replay ratio held across the restart: (3200 - 256) * 4 / 32 updates in all.
+    assert algo.update_counter == 368
+    assert int(rows[-1]["CumUpdates"]) == 368

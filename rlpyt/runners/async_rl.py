@@ -23,6 +23,7 @@ sampler's own random streams are still seeded from it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import multiprocessing as mp
 import os
@@ -37,7 +38,8 @@ import traceback
 import psutil
 import torch
 
-from rlpyt.runners.base import apply_affinity
+from rlpyt.runners import checkpoint as ckpt
+from rlpyt.runners.base import DivergenceError, apply_affinity
 from rlpyt.runners.minibatch_rl import MinibatchRlBase
 from rlpyt.samplers.async_.base import AsyncSamplerBase, run_sampler
 from rlpyt.samplers.async_.control import AsyncControl, AsyncStopped, ThrottleSpec
@@ -89,8 +91,9 @@ def split_affinity(affinity) -> tuple[dict, dict]:
     return optimizer, affinity
 
 
-def memory_copier(double_buffer, control: AsyncControl, append) -> None:
-    """Entry point of the memory-copier process: slot by slot, in order, into the replay."""
+def memory_copier(double_buffer, control: AsyncControl, append, start_itr: int = 0) -> None:
+    """Entry point of the memory-copier process: slot by slot, in order, into the replay
+    (from batch ``start_itr`` on, whose slot is ``start_itr % 2``)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
     torch.set_num_threads(1)  # Before any torch op: a forked child may hang otherwise.
@@ -98,7 +101,7 @@ def memory_copier(double_buffer, control: AsyncControl, append) -> None:
 
     die_with_parent()
     try:
-        n = 0
+        n = start_itr
         while True:
             slot = n % 2
             control.acquire(control.slot_filled[slot])
@@ -161,12 +164,17 @@ class AsyncRlBase(MinibatchRlBase):
             consumed at the replay ratio; None takes the algorithm's
             ``async_max_ahead`` if it has one, else 2.  Larger values overlap better and
             let the measured ratio wander further within a log interval.
+        checkpoint_interval_steps, checkpoint_replay, max_abs_value: as ``MinibatchRl``
+            (whole-run checkpoints at log rows, taken by the optimizer process with the
+            replay read under its lock; the divergence guard). ``train(resume=...)``
+            continues the optimizer's state exactly; the sampler restarts its envs.
 
     Uses the ``fork`` start method (the sampler and copier inherit the shared buffers).
     """
 
     def __init__(self, algo, agent, sampler, n_steps, affinity=None, seed=None,
-                 log_interval_steps=1e5, log_traj_window=100, max_ahead=None):
+                 log_interval_steps=1e5, log_traj_window=100, max_ahead=None,
+                 checkpoint_interval_steps=None, checkpoint_replay=True, max_abs_value=None):
         if not isinstance(sampler, AsyncSamplerBase):
             raise TypeError(
                 f"{type(self).__name__} needs an asynchronous sampler from "
@@ -179,7 +187,9 @@ class AsyncRlBase(MinibatchRlBase):
                                f"this platform ({sys.platform}) does not offer")
         super().__init__(algo, agent, sampler, n_steps, seed=seed, affinity=None,
                          log_interval_steps=log_interval_steps,
-                         log_traj_window=log_traj_window)
+                         log_traj_window=log_traj_window,
+                         checkpoint_interval_steps=checkpoint_interval_steps,
+                         checkpoint_replay=checkpoint_replay, max_abs_value=max_abs_value)
         self.affinity = affinity
         self.max_ahead = max_ahead
         self.control = self.sampler_process = self.copier_process = None
@@ -202,10 +212,17 @@ class AsyncRlBase(MinibatchRlBase):
             agent=self.agent, sampler_n_itr=n_itr, batch_spec=self.sampler.batch_spec,
             mid_batch_reset=self.sampler.mid_batch_reset, examples=examples, world_size=1)
         self.throttle = self.make_throttle()
+        resume = self._resume_state
+        if resume is not None:  # Before forking: the sampler starts from these weights.
+            self.agent.load_state_dict(resume["agent"])
+            self._load_replay(resume)
         self.agent.async_cpu(share_memory=True)
-        self._start_processes()
+        self._start_processes(start_itr=0 if resume is None else resume["appended"])
         self.agent.to_device(optimizer_affinity.get("cuda_idx"))  # After forking (CUDA).
         self.algo.optim_initialize(rank=0)
+        if resume is not None:
+            self.algo.load_state_dict(resume["algo"])
+            self.control.publish_updates(self.algo.update_counter, starving=False)
         self.initialize_logging()
         return n_itr
 
@@ -217,15 +234,16 @@ class AsyncRlBase(MinibatchRlBase):
             itr_env_steps=self.itr_batch_size,
             min_itr_learn=int(getattr(algo, "min_itr_learn", 0)), max_ahead=int(max_ahead))
 
-    def _start_processes(self) -> None:
+    def _start_processes(self, start_itr: int = 0) -> None:
         ctx = mp.get_context("fork")
         self.control = AsyncControl(ctx, self.throttle)
+        self.control.appended.value = self.control.sampled.value = start_itr
         fd, self._stack_file = tempfile.mkstemp(prefix="rlpyt-sampler-stack-", suffix=".txt")
         os.close(fd)
         self.copier_process = ctx.Process(
             target=memory_copier, name="rlpyt-memory-copier",
             args=(self.sampler.double_buffer_pyt, self.control,
-                  functools.partial(append_to_buffer, self.algo, self.buffer)))
+                  functools.partial(append_to_buffer, self.algo, self.buffer), start_itr))
         self.copier_process.start()
         self.sampler_process = ctx.Process(
             target=run_sampler, name="rlpyt-sampler",
@@ -233,7 +251,8 @@ class AsyncRlBase(MinibatchRlBase):
             kwargs=dict(affinity=self.sampler_affinity, seed=self.seed,
                         bootstrap_value=getattr(self.algo, "bootstrap_value", False),
                         traj_info_kwargs=self.get_traj_info_kwargs(), n_itr=self.n_itr,
-                        eval_itrs=self.eval_itrs(), stack_file=self._stack_file))
+                        eval_itrs=self.eval_itrs(start_itr), stack_file=self._stack_file,
+                        start_itr=start_itr))
         self.sampler_process.start()
         lock = getattr(self.buffer, "rw_lock", None)
         if lock is not None:  # Both children have it now: nothing is left in /dev/shm.
@@ -241,7 +260,7 @@ class AsyncRlBase(MinibatchRlBase):
         self._messages = QueueReader(self.control.messages, "rlpyt-async-messages")
         self._errors = QueueReader(self.control.errors, "rlpyt-async-errors")
 
-    def eval_itrs(self) -> frozenset:
+    def eval_itrs(self, start_itr: int = 0) -> frozenset:
         """Sampler iterations after which the sampler evaluates (none here)."""
         return frozenset()
 
@@ -265,10 +284,20 @@ class AsyncRlBase(MinibatchRlBase):
         self.agent.train_mode(0)
 
     # ---- the loop ------------------------------------------------------------------------
-    def train(self):
-        """Run training; returns the runner's summary (as ``MinibatchRl``)."""
+    def train(self, resume: bool | str | None = None):
+        """Run training; returns the runner's summary (as ``MinibatchRl``).
+
+        ``resume`` as ``MinibatchRl.train``: the optimizer's state (agent, optimizer,
+        counters, replay, logs) continues exactly from the checkpoint; the sampler
+        process restarts its envs from seeds derived from the run seed and the batch.
+        """
         try:
+            self._resume_state = self.find_resume_state(resume)
             self.startup()
+            if self._resume_state is not None:
+                self.load_checkpoint_state(self._resume_state)
+                self.last_checkpoint = self._resume_state["_path"]
+                self._resume_state = None
             self._optimize_until_done()
             if not self._stopping:
                 self._log_final_row()
@@ -303,7 +332,13 @@ class AsyncRlBase(MinibatchRlBase):
 
     def _optimize(self, appended: int) -> None:
         before = self.algo.update_counter
-        opt_info = self.algo.optimize_agent(self._opt_itr, sampler_itr=appended - 1)
+        try:
+            opt_info = self.algo.optimize_agent(self._opt_itr, sampler_itr=appended - 1)
+        except FloatingPointError as e:  # The algorithm's own NaN check.
+            if isinstance(e, DivergenceError):
+                raise
+            raise DivergenceError(self._divergence_message(str(e), appended - 1)) from e
+        self.check_opt_info(appended - 1, opt_info)
         self._opt_itr += 1
         made_progress = self.algo.update_counter > before
         # No update (e.g. the replay cannot yet give an n-step sample): let the sampler
@@ -364,6 +399,35 @@ class AsyncRlBase(MinibatchRlBase):
         if self.should_stop():
             logger.log(f"Stopping early after sampler iteration {itr}.")
             self._stopping = True
+        if itr >= 0 and (self._is_checkpoint_itr(itr) or self._stopping):
+            self.save_checkpoint(itr)
+
+    # ---- checkpoints ---------------------------------------------------------------------
+    def save_checkpoint(self, itr: int) -> str | None:
+        """As ``MinibatchRl``, with the replay read under its lock, so the copier cannot
+        append while it is saved and the saved batch count matches its contents."""
+        lock = getattr(getattr(self.algo, "replay_buffer", None), "rw_lock", None)
+        with lock.read_lock() if lock is not None else contextlib.nullcontext():
+            self._checkpoint_appended = self.control.appended.value
+            return super().save_checkpoint(itr)
+
+    def checkpoint_state(self, itr: int) -> dict:
+        state = super().checkpoint_state(itr)
+        state.update(sampler=None, appended=self._checkpoint_appended,
+                     sampler_note="an asynchronous run's envs live in its sampler process")
+        return state
+
+    def load_checkpoint_state(self, state: dict) -> int:
+        """The optimizer side was restored before the processes started (``startup``);
+        here the logs, diagnostics and random state continue."""
+        logger.log(f"Resume: the sampler goes on from batch {state['appended']} with fresh "
+                   f"envs; the optimizer state, replay and logs continue exactly.")
+        self.load_diagnostics_state(state["diagnostics"])
+        logger.truncate_tabular_outputs(state["progress_rows"])
+        logger.restart_summary_writer(purge_step=state["cum_steps"] + 1)
+        ckpt.restore_rng_state(state["rng"])
+        self._last_itr = state["itr"]
+        return state["itr"] + 1
 
     def _log_final_row(self) -> None:
         self._read_messages()
@@ -477,9 +541,9 @@ class AsyncRlEval(AsyncRlBase):
 
     _eval = True
 
-    def eval_itrs(self) -> frozenset:
-        itrs = {itr for itr in range(self.n_itr) if self._is_log_itr(itr)}
-        return frozenset(itrs | {-1})
+    def eval_itrs(self, start_itr: int = 0) -> frozenset:
+        itrs = {itr for itr in range(start_itr, self.n_itr) if self._is_log_itr(itr)}
+        return frozenset(itrs | ({-1} if start_itr == 0 else set()))
 
     def startup(self) -> int:
         if self.sampler.eval_n_envs == 0:

@@ -95,7 +95,7 @@ def _exit_on_sigterm(signum, frame):
 
 def run_sampler(sampler: AsyncSamplerBase, agent, control: AsyncControl, *, affinity: dict,
                 seed: int, bootstrap_value: bool, traj_info_kwargs: dict, n_itr: int,
-                eval_itrs: frozenset, stack_file: str) -> None:
+                eval_itrs: frozenset, stack_file: str, start_itr: int = 0) -> None:
     """Entry point of the sampler process (a ``multiprocessing.Process`` target).
 
     Args:
@@ -108,6 +108,7 @@ def run_sampler(sampler: AsyncSamplerBase, agent, control: AsyncControl, *, affi
         traj_info_kwargs: keywords of the trajectory-info class.
         n_itr: batches to collect.
         eval_itrs: iterations after which to evaluate (-1: before the first batch).
+        start_itr: the first batch's iteration (a resumed run goes on from its checkpoint).
         stack_file: where ``SIGUSR1`` makes this process write every thread's stack
             (the runner's watchdog reads it when a batch takes too long).
     """
@@ -124,12 +125,13 @@ def run_sampler(sampler: AsyncSamplerBase, agent, control: AsyncControl, *, affi
                        affinity.get("set_affinity", True))
         from rlpyt.utils.seed import set_seed
 
-        set_seed(seed + 1)  # The sampler's own RNG stream (action sampling), not the optimizer's.
-        inner.initialize(agent=agent, affinity=affinity, seed=seed,
+        set_seed(seed + 1 + start_itr)  # The sampler's own stream (action sampling).
+        inner.initialize(agent=agent, affinity=affinity, seed=seed + start_itr,
                          bootstrap_value=bootstrap_value, traj_info_kwargs=traj_info_kwargs)
         agent.to_device(affinity.get("cuda_idx"))
         agent.recv_shared_memory()
-        _SamplerLoop(inner, sampler.double_buffer_np, agent, control).run(n_itr, eval_itrs)
+        _SamplerLoop(inner, sampler.double_buffer_np, agent, control).run(
+            start_itr, n_itr, eval_itrs)
     except (AsyncStopped, SystemExit):
         pass
     except BaseException:  # noqa: BLE001 - everything reaches the optimizer process
@@ -146,11 +148,11 @@ class _SamplerLoop:
         self.inner, self.double_buffer_np = inner, double_buffer_np
         self.agent, self.control = agent, control
 
-    def run(self, n_itr: int, eval_itrs: frozenset) -> None:
+    def run(self, start_itr: int, n_itr: int, eval_itrs: frozenset) -> None:
         control = self.control
         if -1 in eval_itrs:
             self.evaluate(-1)
-        for itr in range(n_itr):
+        for itr in range(start_itr, n_itr):
             control.wait_sampling_credit(itr)
             self.agent.recv_shared_memory()
             control.sampler_version.value = self.agent.param_version
