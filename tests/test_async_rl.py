@@ -419,3 +419,24 @@ def test_resume_continues_counters_replay_and_rows(tmp_path):
     # The replay ratio held across the restart: (3200 - 256) * 4 / 32 updates in all.
     assert algo.update_counter == 368
     assert int(rows[-1]["CumUpdates"]) == 368
+
+
+# ---- command line --------------------------------------------------------------------------
+def test_cli_runner_async_trains_dqn(tmp_path, capsys):
+    from rlpyt.cli import main
+
+    code = main(["train", "--algo", "dqn", "--runner", "async", "--n-steps", "1600",
+                 "--log-dir", str(tmp_path), "--algo.min_steps_learn", "400",
+                 "--runner.log_interval_steps", "800", "--sampler.step_timeout", "60"])
+    assert code == 0
+    rows = read_progress(tmp_path)
+    assert int(rows[-1]["CumSteps"]) == 1600 and "ReplayRatioSinceLearning" in rows[-1]
+
+
+def test_cli_runner_async_refuses_on_policy_algorithms(tmp_path, capsys):
+    from rlpyt.cli import main
+
+    code = main(["train", "--algo", "ppo", "--runner", "async", "--log-dir", str(tmp_path)])
+    assert code == 2
+    err = capsys.readouterr()
+    assert "cannot run with --runner async" in err.out + err.err and "dqn" in err.out + err.err
