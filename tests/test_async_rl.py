@@ -440,3 +440,27 @@ def test_cli_runner_async_refuses_on_policy_algorithms(tmp_path, capsys):
     assert code == 2
     err = capsys.readouterr()
     assert "cannot run with --runner async" in err.out + err.err and "dqn" in err.out + err.err
+
+
+# ---- wait-reset collection with DQN-family replay ------------------------------------------
+def test_categorical_dqn_accepts_wait_reset_collectors_and_masks_filler_steps(tmp_path):
+    """Steps after an env's first done in a wait-reset batch are filler: stored, but
+    flagged so that no transition whose n-step window reaches them enters the loss."""
+    from rlpyt.agents.dqn.catdqn_agent import CatDqnAgent
+    from rlpyt.algos.dqn.cat_dqn import CategoricalDQN
+    from rlpyt.samplers.async_.collectors import DbCpuWaitResetCollector
+    from rlpyt.utils.returns import valid_from_done
+
+    algo = CategoricalDQN(min_steps_learn=200, replay_size=4000, batch_size=32,
+                          replay_ratio=2, n_step_return=2, target_update_interval=20)
+    agent = CatDqnAgent(model_kwargs=dict(hidden_sizes=[32]))
+    sampler = cartpole_sampler(AsyncSerialSampler, CollectorCls=DbCpuWaitResetCollector)
+    # batch_T=8 with CartPole's early random episodes: most columns end inside a batch.
+    runner = AsyncRl(algo, agent, sampler, n_steps=1600, seed=4, log_interval_steps=800)
+    train(runner, tmp_path)
+    assert algo.update_counter == (1600 - 192) * 2 // 32
+    replay = algo.replay_buffer
+    done = torch.as_tensor(replay.samples.done[:50 * 8])
+    stored = torch.as_tensor(replay.samples.timeout[:50 * 8])
+    filler = torch.cat([valid_from_done(done[i:i + 8]) == 0 for i in range(0, 400, 8)])
+    assert filler.any() and torch.equal(stored, filler)

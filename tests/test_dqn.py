@@ -6,6 +6,7 @@ import copy
 import math
 import warnings
 from collections import namedtuple
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -484,10 +485,17 @@ def test_dqn_builds_time_limit_replay_only_with_timeouts():
     assert type(algo.replay_buffer) is UniformReplayBuffer
 
 
-def test_dqn_needs_mid_batch_reset():
-    with pytest.raises(ValueError, match="mid_batch_reset"):
-        DQN().initialize(make_agent(), 10, BatchSpec(4, 8), mid_batch_reset=False,
-                         examples=examples())
+def test_dqn_with_wait_reset_collection_flags_filler_steps():
+    """Wait-reset batches (classic rlpyt accepted them) store a flag that masks the filler
+    steps after each env's first done, even without time limits to bootstrap."""
+    algo = DQN(replay_size=100, batch_size=2, bootstrap_timelimit=False)
+    algo.initialize(make_agent(), 10, BatchSpec(4, 2), mid_batch_reset=False,
+                    examples=examples())
+    assert "timeout" in algo.replay_buffer.samples._fields
+    done = torch.tensor([[False, True], [True, False], [False, False], [False, True]])
+    env = SimpleNamespace(done=done, env_info=SimpleNamespace(timeout=torch.ones_like(done)))
+    flagged = algo.masked_steps(SimpleNamespace(env=env))
+    assert flagged.tolist() == [[False, False], [False, True], [True, True], [True, True]]
 
 
 def test_time_limit_frame_buffer_keeps_frames_and_timeouts():

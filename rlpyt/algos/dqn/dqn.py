@@ -27,6 +27,7 @@ from rlpyt.algos.optim import (
 from rlpyt.replays.uniform import UniformReplay
 from rlpyt.utils.buffer import buffer_to
 from rlpyt.utils.quick_args import save__init__args
+from rlpyt.utils.returns import valid_from_done
 from rlpyt.utils.tensor import select_at_indexes
 
 __all__ = ["DQN", "OptInfo", "clip_grad_norm", "split_batch", "updates_per_optimize"]
@@ -82,7 +83,10 @@ class DQN(RlAlgorithm):
     ``round(replay_ratio * sampler_batch_size / batch_size)`` gradient steps.  The loss is
     ``Huber(y - Q(s, a))`` with ``y = R^n + discount^n (1 - done_n) Q_target(s_n, a*)``,
     ``a* = argmax_a Q_target(s_n, a)`` (or ``argmax_a Q(s_n, a)`` with ``double_dqn``).
-    Use a reset collector (``mid_batch_reset=True``): every sampled step is stored.
+    Reset collectors (``mid_batch_reset=True``) store every sampled step.  Wait-reset
+    collectors leave a finished env idle until the batch ends and write filler steps
+    after its ``done``; those steps are stored too, but masked out of the loss (as
+    steps whose n-step window ends in a time-limit truncation are).
 
     Args:
         discount: discount factor (default 0.99).
@@ -214,12 +218,6 @@ class DQN(RlAlgorithm):
         if examples is None:
             raise ValueError(f"{name}.initialize needs the sampler's examples to build its "
                              f"replay buffer (got examples=None)")
-        if not mid_batch_reset:
-            raise ValueError(
-                f"{name} needs mid_batch_reset=True (a reset collector such as "
-                f"CpuResetCollector): wait-reset collectors write filler steps after a done, "
-                f"which must not enter the replay buffer"
-            )
         self.agent = agent
         self.n_itr = n_itr
         self.batch_spec = batch_spec
@@ -244,11 +242,13 @@ class DQN(RlAlgorithm):
                 f"and every done is treated as terminal",
                 stacklevel=3,
             )
-        self._store_timeout = self.bootstrap_timelimit and has_timeout
+        self._env_timeout = self.bootstrap_timelimit and has_timeout
+        # Wait-reset filler steps are masked through the same stored flag.
+        self._store_timeout = self._env_timeout or not self.mid_batch_reset
         fields = dict(observation=examples["observation"], action=examples["action"],
                       reward=examples["reward"], done=examples["done"])
         if self._store_timeout:
-            example = SamplesToBufferTl(**fields, timeout=env_info.timeout)
+            example = SamplesToBufferTl(**fields, timeout=np.zeros((), dtype=bool))
         else:
             example = SamplesToBuffer(**fields)
         ReplayCls = self.ReplayBufferCls or replay_buffer_class(
@@ -275,8 +275,21 @@ class DQN(RlAlgorithm):
         fields = dict(observation=samples.env.observation, action=samples.agent.action,
                       reward=samples.env.reward, done=samples.env.done)
         if self._store_timeout:
-            return SamplesToBufferTl(**fields, timeout=samples.env.env_info.timeout)
+            return SamplesToBufferTl(**fields, timeout=self.masked_steps(samples))
         return SamplesToBuffer(**fields)
+
+    def masked_steps(self, samples) -> torch.Tensor:
+        """The stored ``timeout`` flag ``[T, B]``: transitions whose n-step window ends at
+        a flagged step are left out of the loss.  Flagged: time-limit truncations (with
+        ``bootstrap_timelimit``), and wait-reset collectors' filler steps after an env's
+        first ``done`` in the batch (they carry no real data)."""
+        done = torch.as_tensor(samples.env.done)
+        flagged = torch.zeros_like(done, dtype=torch.bool)
+        if self._env_timeout:
+            flagged |= torch.as_tensor(samples.env.env_info.timeout).bool()
+        if not self.mid_batch_reset:
+            flagged |= valid_from_done(done) == 0
+        return flagged
 
     # ---- training -------------------------------------------------------------------------
     def optimize_agent(self, itr, samples=None, sampler_itr=None):
