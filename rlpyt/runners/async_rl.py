@@ -38,7 +38,6 @@ import traceback
 import psutil
 import torch
 
-from rlpyt.runners import checkpoint as ckpt
 from rlpyt.runners.base import DivergenceError, apply_affinity
 from rlpyt.runners.minibatch_rl import MinibatchRlBase
 from rlpyt.samplers.async_.base import AsyncSamplerBase, run_sampler
@@ -422,12 +421,7 @@ class AsyncRlBase(MinibatchRlBase):
         here the logs, diagnostics and random state continue."""
         logger.log(f"Resume: the sampler goes on from batch {state['appended']} with fresh "
                    f"envs; the optimizer state, replay and logs continue exactly.")
-        self.load_diagnostics_state(state["diagnostics"])
-        logger.truncate_tabular_outputs(state["progress_rows"])
-        logger.restart_summary_writer(purge_step=state["cum_steps"] + 1)
-        ckpt.restore_rng_state(state["rng"])
-        self._last_itr = state["itr"]
-        return state["itr"] + 1
+        return self.restore_log_state(state)
 
     def _log_final_row(self) -> None:
         self._read_messages()

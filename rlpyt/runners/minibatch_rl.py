@@ -184,6 +184,11 @@ class MinibatchRlBase(BaseRunner):
         else:
             logger.log(f"Resume: the envs restart from new seeds, because "
                        f"{state['sampler_note']}; the run continues, but not bit for bit.")
+        return self.restore_log_state(state)
+
+    def restore_log_state(self, state: dict) -> int:
+        """The logging side of a resume: diagnostics, ``progress.csv`` rows, TensorBoard,
+        random state; returns the next itr."""
         self.load_diagnostics_state(state["diagnostics"])
         logger.truncate_tabular_outputs(state["progress_rows"])
         logger.restart_summary_writer(purge_step=state["cum_steps"] + 1)
