@@ -250,3 +250,20 @@ def test_async_mode_consumes_fifo_batches_in_order_and_publishes(updates_per_syn
 def test_async_initialize_needs_examples():
     with pytest.raises(ValueError, match="examples=None"):
         Impala().async_initialize(CategoricalPgAgent(), 10, (4, 2), True, None)
+
+
+def test_async_mode_with_a_recurrent_agent_and_wait_reset_batches():
+    agent = RecurrentCategoricalPgAgent()
+    batches, examples, batch_spec = cartpole_batches(agent, 2, wait_reset=True)
+    algo = Impala(fifo_size=2)
+    fifo = algo.async_initialize(agent, 10, batch_spec, mid_batch_reset=False, examples=examples)
+    agent.send_shared_memory = lambda: None
+    algo.optim_initialize()
+    for i, samples in enumerate(batches):
+        fifo.append_samples(algo.samples_to_buffer(samples))
+        stored = fifo.batch(i).init_rnn_state
+        expected = samples.agent.agent_info.prev_rnn_state[0]
+        assert all(torch.equal(a, b) for a, b in zip(stored, expected))
+        info = algo.optimize_agent(i)
+        assert np.isfinite(info.loss[0]) and info.policyLag == [0.0]
+    assert algo.update_counter == 2
