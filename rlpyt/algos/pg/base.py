@@ -13,7 +13,7 @@ import torch
 from rlpyt.agents.base import AgentInputs
 from rlpyt.algos import losses
 from rlpyt.algos.base import RlAlgorithm
-from rlpyt.algos.optim import backward, clip_grad_norm, direct_step_for, make_optimizer
+from rlpyt.algos.optim import clip_grad_norm, direct_step_for, make_optimizer
 from rlpyt.utils.buffer import buffer_method, buffer_to
 
 __all__ = ["OptInfo", "PolicyGradientAlgo", "linear_decay"]
@@ -236,11 +236,11 @@ class PolicyGradientAlgo(RlAlgorithm):
         """
         for param in self._params:  # optimizer.zero_grad(), minus its profiler context
             param.grad = None
-        backward(loss)
+        loss.backward()
         grad_norm = clip_grad_norm(self._params, self.clip_grad_norm)
         direct = getattr(self, "_direct_step", None)
         if direct is not None and direct.optimizers == [self.optimizer]:
-            direct.step()  # the optimizer's kernels without torch.optim's per-call bookkeeping
+            direct.step()  # fused Adam's kernel without Adam.step's per-call bookkeeping
         else:
             self.optimizer.step()
         self.update_counter += 1
