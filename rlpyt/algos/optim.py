@@ -2,25 +2,31 @@
 gradient clipping and Adam steps, with low overhead for many small updates.
 
 A classic-control agent takes thousands of gradient steps on a network of a few
-thousand weights.  There the Python around each torch call
-(``Tensor.backward``'s argument handling, ``Adam.step``'s hooks, profiler records and
-regrouping of tensors, per-tensor loops of "foreach" ops on CPU) costs as much as the
-arithmetic.  The helpers here do the same arithmetic with fewer calls.
+thousand weights, where the Python around each torch call costs as much as the
+arithmetic.  Shortcuts through torch's private entry points are kept only where they
+pay end to end (>= 10% of a benchmark's steps per CPU-second, shortcut on vs off in
+alternating runs, medians of 3 pairs on the shared 2-core machine):
+
+- the direct fused Adam step (``FusedAdamStep``, ``torch._fused_adam_``): 1.36x on
+  ``bench/pg_cartpole.py`` PPO (per pair 1.36, 1.40, 1.11), 1.20x on ``bench/dqn.py``
+  (1.20, 1.19, 1.44): kept (1.08x on ``bench/sac.py``, where batch-256 updates dwarf
+  the overhead);
+- the direct call of the autograd engine for ``backward``: 1.00x PPO, 0.94x A2C,
+  1.02x DQN: dropped, ``loss.backward()``;
+- the direct foreach RMSprop step: 0.93x on A2C (RMSprop): dropped,
+  ``RMSprop(foreach=True).step()``.
 """
 
 from __future__ import annotations
 
 import inspect
-import logging
 from collections.abc import Sequence
 
 import torch
-from torch.autograd import graph as _autograd_graph
 from torch.optim import optimizer as _optimizer_module
 
 __all__ = [
     "DirectOptimizerStep",
-    "ForeachRmspropStep",
     "FusedAdamStep",
     "backward",
     "clip_grad_norm",
@@ -32,29 +38,15 @@ __all__ = [
 # Optimizers whose fused kernel (one call for all parameters) we use unless told otherwise.
 _FUSABLE = (torch.optim.Adam, torch.optim.AdamW)
 
-# The C++ autograd engine that ``Tensor.backward`` ends in (None if this torch moved it).
-_ENGINE = getattr(getattr(torch.autograd, "Variable", None), "_execution_engine", None)
-
 # Clipping is skipped when the norm is below max_norm by more than this relative margin:
 # there ``max_norm / (norm + 1e-6)`` is above 1 and clamped to 1, a multiplication by one.
 _CLIP_MARGIN = 1e-4
 
 
 def backward(loss: torch.Tensor) -> None:
-    """``loss.backward()`` for a scalar loss, accumulating into the leaves' ``.grad``.
-
-    On CPU it hands the loss and a gradient of one straight to the autograd engine:
-    ``torch.autograd.backward``'s argument normalisation and checks cost as much as
-    the engine itself for a small network.  Anything unusual (another device, a tensor
-    subclass, a non-scalar or leaf loss, autograd debug logging) takes ``loss.backward()``.
-    """
-    if (_ENGINE is None or type(loss) is not torch.Tensor or loss.grad_fn is None
-            or loss.dim() != 0 or loss.device.type != "cpu"
-            or _autograd_graph.log.isEnabledFor(logging.DEBUG)):
-        loss.backward()
-        return
-    _ENGINE.run_backward((loss,), (torch.ones_like(loss),), False, False, (),
-                         allow_unreachable=True, accumulate_grad=True)
+    """``loss.backward()``.  The name stays for the families that call it; handing the
+    loss straight to the autograd engine measured no faster end to end (see above)."""
+    loss.backward()
 
 
 @torch.no_grad()
@@ -89,7 +81,7 @@ def clip_grad_norm_no_grad(params: list[torch.Tensor], max_norm: float | None) -
 
 
 class DirectOptimizerStep:
-    """Base of ``FusedAdamStep`` and ``ForeachRmspropStep``: call the optimizer's own
+    """Base of ``FusedAdamStep``: call the optimizer's own
     kernels on cached lists of its parameters and state, and fall back to each
     ``optimizer.step()`` whenever that would do something else: before the state is
     initialized (the first step), when a parameter has no gradient, with step hooks, with
@@ -237,81 +229,10 @@ class FusedAdamStep(DirectOptimizerStep):
                maximize=group["maximize"], grad_scale=None, found_inf=None)
 
 
-class ForeachRmspropStep(DirectOptimizerStep):
-    """``optimizer.step()`` for ``torch.optim.RMSprop`` (A2C's classic optimizer), minus
-    the overhead.
-
-    The five multi-tensor ops of RMSprop's foreach implementation, in its order, on
-    cached lists (``square_avg = alpha * square_avg + (1 - alpha) * grad^2``,
-    ``param -= lr * grad / (sqrt(square_avg) + eps)``): the same update, without
-    ``RMSprop.step``'s per-call hooks, state lookups and regrouping of tensors, which cost
-    several times the arithmetic for a small network.  Handles plain RMSprop (no
-    ``momentum``, ``centered``, ``weight_decay``, ``maximize``, ``capturable`` or
-    ``differentiable``) on real parameters; anything else, and everything
-    ``DirectOptimizerStep`` lists, takes ``optimizer.step()``.
-
-    Args:
-        optimizers: the optimizer, or a sequence of optimizers, to step together.
-    """
-
-    kind = "torch.optim.RMSprop"
-
-    def __init__(self, optimizers: torch.optim.Optimizer | Sequence[torch.optim.Optimizer]):
-        super().__init__(optimizers)
-        self._scalars: dict[tuple[float, torch.dtype], torch.Tensor] = {}  # see _scalar
-
-    @classmethod
-    def applies(cls, optimizer: torch.optim.Optimizer) -> bool:
-        return type(optimizer) is torch.optim.RMSprop
-
-    def _state_tensors(self, group, states):
-        plain = (group["momentum"] == 0 and not group["centered"]
-                 and group["weight_decay"] == 0 and not group["maximize"]
-                 and not group.get("capturable") and not group.get("differentiable")
-                 and not any(torch.is_complex(p) for p in group["params"]))
-        if not plain or any("square_avg" not in s for s in states):
-            return None
-        return ([s["square_avg"] for s in states],)
-
-    def _update(self, group, params, square_avgs, steps, _):
-        alpha, lr, grads = group["alpha"], group["lr"], [p.grad for p in params]
-        if isinstance(lr, torch.Tensor):
-            lr = lr.item()  # as RMSprop.step does for a tensor learning rate
-        eps, first = group["eps"], square_avgs[0]
-        if first.device.type == "cpu":
-            # On CPU a Python scalar makes each per-tensor op of a "foreach" multiply or
-            # add convert it to a tensor first; a 0-dim tensor of the same dtype holding
-            # the same value skips that (a third of the cost) and gives the same result.
-            alpha_factor = self._scalar(alpha, first.dtype)
-            eps_terms = [self._scalar(eps, first.dtype)] * len(square_avgs)
-        else:
-            alpha_factor, eps_terms = alpha, eps
-        torch._foreach_mul_(square_avgs, alpha_factor)
-        torch._foreach_addcmul_(square_avgs, grads, grads, value=1 - alpha)
-        avg = torch._foreach_sqrt(square_avgs)
-        torch._foreach_add_(avg, eps_terms)
-        torch._foreach_addcdiv_(params, grads, avg, value=-lr)
-
-    def _scalar(self, value: float, dtype: torch.dtype) -> torch.Tensor:
-        """``value`` as a 0-dim CPU tensor of ``dtype``, made once per value."""
-        cache = self._scalars
-        key = (float(value), dtype)
-        tensor = cache.get(key)
-        if tensor is None:
-            if len(cache) > 64:  # a schedule of alpha or eps values: keep the cache small
-                cache.clear()
-            tensor = cache[key] = torch.tensor(value, dtype=dtype)
-        return tensor
-
-
 def direct_step_for(*optimizers: torch.optim.Optimizer) -> DirectOptimizerStep | None:
-    """A ``FusedAdamStep`` or ``ForeachRmspropStep`` over ``optimizers`` when one of
-    them handles all of them, else None (use ``optimizer.step()``)."""
-    for cls in (FusedAdamStep, ForeachRmspropStep):
-        stepper = cls.for_optimizers(*optimizers)
-        if stepper is not None:
-            return stepper
-    return None
+    """A ``FusedAdamStep`` over ``optimizers`` when it handles all of them, else None
+    (use each ``optimizer.step()``)."""
+    return FusedAdamStep.for_optimizers(*optimizers)
 
 
 def make_optimizer(OptimCls, params, lr: float, optim_kwargs: dict | None = None):

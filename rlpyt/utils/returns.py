@@ -21,8 +21,10 @@ __all__ = [
     "discount_return",
     "discount_return_n_step",
     "generalized_advantage_estimation",
+    "importance_weighted_returns",
     "inverse_value_rescale",
     "lambda_returns",
+    "n_step_returns",
     "timeout_bootstrapped_reward",
     "valid_from_done",
     "value_rescale",
@@ -145,21 +147,54 @@ def lambda_returns(
     lambda_: float,
     return_dest: Array | None = None,
 ) -> Array:
-    """TD(lambda) returns, computed by their recursive definition.
+    """TD(lambda) returns: ``G[t] = reward[t] + discount * (1 - done[t]) * ((1 - lambda_)
+    * value[t + 1] + lambda_ * G[t + 1])`` with ``value[T] = G[T] = bootstrap_value``.
 
-    ``G[t] = reward[t] + discount * (1 - done[t]) * ((1 - lambda_) * value[t + 1]
-    + lambda_ * G[t + 1])`` with ``value[T] = G[T] = bootstrap_value``.  Equal to the
-    GAE return; written separately for algorithms that want targets, not advantages.
+    Algebraically the GAE return (``advantage + value``), so it is computed by
+    ``generalized_advantage_estimation``: one formula, two names for the two ways
+    algorithms ask for it (targets vs advantages).
     """
-    return_ = _new_or_dest(return_dest, reward)
-    not_done = 1 - _as_float_like(done, reward)
-    next_value = next_return = bootstrap_value
-    for t in reversed(range(len(reward))):
-        blended = (1 - lambda_) * next_value + lambda_ * next_return
-        next_return = reward[t] + discount * not_done[t] * blended
-        return_[t] = next_return
-        next_value = value[t]
+    _, return_ = generalized_advantage_estimation(
+        reward, value, done, bootstrap_value, discount, lambda_, return_dest=return_dest
+    )
     return return_
+
+
+def n_step_returns(
+    reward: Array,
+    value: Array,
+    done: Array,
+    bootstrap_value: Array,
+    discount: float,
+    n_step: int,
+) -> Array:
+    """Bootstrapped n-step returns of every step of a ``[T, B]`` batch.
+
+    ``G[t] = sum_{k < m} discount**k * reward[t + k] + discount**m * value[t + m]`` with
+    ``m = min(n_step, T - t)`` (windows shortened by the batch end bootstrap from
+    ``value[T] = bootstrap_value``); the sum stops at the first done in the window and
+    then nothing is bootstrapped.  ``n_step=1`` is the one-step TD target, ``n_step >= T``
+    the discounted return of ``discount_return``.
+    """
+    T = reward.shape[0]
+    reward_sum, done_n = discount_return_n_step(
+        reward, done, n_step, discount, do_truncated=True
+    )
+    xp = _xp(reward)
+    # V(x[t + m]) for every t: value[t + n_step] inside the batch, bootstrap_value past it.
+    next_value = _next_values(value, bootstrap_value)  # V(x[t + 1]), t = 0 .. T - 1
+    all_values = xp.concatenate if xp is np else torch.cat
+    values = all_values([value[:1], next_value])  # V(x[0]) .. V(x[T])
+    steps = np.minimum(np.arange(T) + n_step, T)
+    index = torch.as_tensor(steps, device=value.device) if xp is torch else steps
+    window = steps - np.arange(T)  # m for every t
+    scale = discount ** window.astype(np.float64)
+    scale = scale.reshape((T,) + (1,) * (reward.ndim - 1))
+    if xp is torch:
+        scale = torch.as_tensor(scale, dtype=reward.dtype, device=reward.device)
+    else:
+        scale = scale.astype(reward.dtype)
+    return reward_sum + scale * (1 - _as_float_like(done_n, reward)) * values[index]
 
 
 def discount_return_n_step(
@@ -254,17 +289,37 @@ def vtrace(
     pg_rho_bar = rho_bar if pg_rho_bar is None else pg_rho_bar
     pg_rho = ratio if pg_rho_bar is None else ratio.clip(max=pg_rho_bar)
     discounts = discount * (1 - _as_float_like(done, reward))
-    vs = _new_or_dest(None, reward)
-    pg_advantage = _new_or_dest(None, reward)
-    next_value = next_vs = bootstrap_value
-    next_vs_minus_v = 0.0
-    for t in reversed(range(len(reward))):
-        delta = rho[t] * (reward[t] + discounts[t] * next_value - value[t])
-        vs_minus_v = delta + discounts[t] * c[t] * next_vs_minus_v
-        vs[t] = value[t] + vs_minus_v
-        pg_advantage[t] = pg_rho[t] * (reward[t] + discounts[t] * next_vs - value[t])
-        next_value, next_vs, next_vs_minus_v = value[t], vs[t], vs_minus_v
+    # vs - V obeys the GAE recursion with TD errors weighted by rho and traces by c.
+    delta = rho * (reward + discounts * _next_values(value, bootstrap_value) - value)
+    vs_minus_v = _reverse_scan(delta, discounts * c, _new_or_dest(None, reward))
+    vs = value + vs_minus_v
+    pg_advantage = pg_rho * (reward + discounts * _next_values(vs, bootstrap_value) - value)
     return vs, pg_advantage
+
+
+def importance_weighted_returns(
+    reward: Array,
+    value: Array,
+    done: Array,
+    bootstrap_value: Array,
+    discount: float,
+    log_rho: Array,
+    rho_bar: float | None = None,
+) -> Array:
+    """Per-decision importance-weighted returns with the value as control variate
+    (Precup et al. 2000), each weight truncated at ``rho_bar`` (None: untruncated).
+
+    ``G[t] = value[t] + rho[t] * (reward[t] + discount * (1 - done[t]) * G[t + 1]
+    - value[t])`` with ``G[T] = bootstrap_value`` and ``rho = min(rho_bar,
+    exp(log_rho))``.  Unrolled, ``G[t] - value[t]`` sums the TD errors of later steps
+    weighted by the product of all ratios up to them, which is V-trace with
+    ``c_bar = rho_bar`` (Espeholt et al. 2018, Sec. 4.1): computed by ``vtrace``.
+    Unbiased for the target policy when untruncated, with variance growing with the
+    products of ratios; truncation trades that variance for bias.
+    """
+    vs, _ = vtrace(reward, value, done, bootstrap_value, discount, log_rho,
+                   rho_bar=rho_bar, c_bar=rho_bar)
+    return vs
 
 
 def valid_from_done(done: Array) -> Array:

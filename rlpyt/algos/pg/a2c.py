@@ -6,6 +6,7 @@ import math
 
 import torch
 
+from rlpyt.algos import losses
 from rlpyt.algos.pg.base import OptInfo, PolicyGradientAlgo
 from rlpyt.utils.quick_args import save__init__args
 from rlpyt.utils.tensor import valid_mean
@@ -87,17 +88,18 @@ class A2C(PolicyGradientAlgo):
             dist_info, value = self.agent(*agent_inputs)
         dist = self.agent.distribution
 
-        surrogate = valid_mean(dist.log_likelihood(action, dist_info) * advantage, valid)
+        pi_loss = losses.policy_gradient_loss(dist.log_likelihood(action, dist_info), advantage,
+                                              valid)
         value_loss = self.value_loss(value, return_, valid)
         # The entropy joins the graph only when it is weighted (its backward costs).
         with torch.set_grad_enabled(self.entropy_loss_coeff != 0 and torch.is_grad_enabled()):
             entropy_each = dist.entropy(dist_info)
-        entropy = valid_mean(entropy_each, valid)
-        entropy_loss = -self.entropy_loss_coeff * entropy
-        loss = value_loss - surrogate  # = pi_loss + value_loss, one autograd node fewer
-        if self.entropy_loss_coeff != 0:
+        entropy_loss = self.entropy_loss_coeff * losses.entropy_loss(entropy_each, valid)
+        loss = pi_loss + value_loss
+        if self.entropy_loss_coeff != 0:  # a zero-weighted term would only add backward work
             loss = loss + entropy_loss
 
-        perplexity = valid_mean(torch.exp(entropy_each.detach()), valid)
-        pi_loss = -surrogate  # in the graph, though the loss reaches the surrogate directly
-        return loss, pi_loss, value_loss, entropy_loss, entropy.detach(), perplexity
+        entropy_each = entropy_each.detach()
+        entropy = valid_mean(entropy_each, valid)
+        perplexity = valid_mean(torch.exp(entropy_each), valid)
+        return loss, pi_loss, value_loss, entropy_loss, entropy, perplexity

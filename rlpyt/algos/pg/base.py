@@ -1,6 +1,6 @@
 """What A2C and PPO share: returns and advantages from a batch, the optimizer, a gradient step.
 
-The losses themselves live in ``a2c.py`` and ``ppo.py``, each on one screen.
+The losses live in ``a2c.py`` and ``ppo.py``, each on one screen, built from ``rlpyt.algos.losses``.
 """
 
 from __future__ import annotations
@@ -9,18 +9,12 @@ import math
 from collections import namedtuple
 
 import torch
-import torch.nn.functional as F
 
 from rlpyt.agents.base import AgentInputs
+from rlpyt.algos import losses
 from rlpyt.algos.base import RlAlgorithm
-from rlpyt.algos.optim import backward, clip_grad_norm, direct_step_for, make_optimizer
+from rlpyt.algos.optim import clip_grad_norm, direct_step_for, make_optimizer
 from rlpyt.utils.buffer import buffer_method, buffer_to
-from rlpyt.utils.returns import (
-    generalized_advantage_estimation,
-    timeout_bootstrapped_reward,
-    valid_from_done,
-)
-from rlpyt.utils.tensor import valid_mean
 
 __all__ = ["OptInfo", "PolicyGradientAlgo", "linear_decay"]
 
@@ -167,11 +161,12 @@ class PolicyGradientAlgo(RlAlgorithm):
         if arrays is not None:
             reward, done, value, bootstrap_value, timeout, timeout_value = arrays
         if timeout is not None:
-            reward = timeout_bootstrapped_reward(reward, timeout, timeout_value, self.discount)
-        advantage, return_ = generalized_advantage_estimation(
+            reward = losses.timeout_bootstrapped_reward(reward, timeout, timeout_value,
+                                                        self.discount)
+        advantage, return_ = losses.generalized_advantage_estimation(
             reward, value, done, bootstrap_value, self.discount, self.gae_lambda
         )
-        valid = None if self.mid_batch_reset else valid_from_done(done)
+        valid = None if self.mid_batch_reset else losses.valid_from_done(done)
         if arrays is not None:
             return_, advantage = torch.from_numpy(return_), torch.from_numpy(advantage)
             valid = None if valid is None else torch.from_numpy(valid)
@@ -217,15 +212,8 @@ class PolicyGradientAlgo(RlAlgorithm):
 
     # ---- loss terms --------------------------------------------------------------------
     def value_loss(self, value: torch.Tensor, return_: torch.Tensor, valid) -> torch.Tensor:
-        """``value_loss_coeff * mean(0.5 (V - R)^2)`` over the valid entries.
-
-        Without a mask it is one ``mse_loss`` scaled by ``0.5 * value_loss_coeff``, the
-        same value (halving is exact in floating point) from two autograd nodes instead
-        of five, on every gradient step.
-        """
-        if valid is None:
-            return F.mse_loss(value, return_) * (0.5 * self.value_loss_coeff)
-        return self.value_loss_coeff * valid_mean(0.5 * (value - return_) ** 2, valid)
+        """``value_loss_coeff * mean(0.5 (V - R)^2)`` over the valid entries."""
+        return self.value_loss_coeff * losses.value_loss(value, return_, valid)
 
     # ---- one gradient step -------------------------------------------------------------
     def check_finite(self, itr: int, **terms: torch.Tensor) -> None:
@@ -248,11 +236,11 @@ class PolicyGradientAlgo(RlAlgorithm):
         """
         for param in self._params:  # optimizer.zero_grad(), minus its profiler context
             param.grad = None
-        backward(loss)
+        loss.backward()
         grad_norm = clip_grad_norm(self._params, self.clip_grad_norm)
         direct = getattr(self, "_direct_step", None)
         if direct is not None and direct.optimizers == [self.optimizer]:
-            direct.step()  # the optimizer's kernels without torch.optim's per-call bookkeeping
+            direct.step()  # fused Adam's kernel without Adam.step's per-call bookkeeping
         else:
             self.optimizer.step()
         self.update_counter += 1

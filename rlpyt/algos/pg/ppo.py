@@ -7,11 +7,11 @@ from collections import namedtuple
 
 import torch
 
+from rlpyt.algos import losses
 from rlpyt.algos.pg.base import PolicyGradientAlgo, check_in_range, linear_decay
 from rlpyt.utils.buffer import buffer_func, buffer_method, buffer_to
 from rlpyt.utils.collections import namedarraytuple
 from rlpyt.utils.quick_args import save__init__args
-from rlpyt.utils.tensor import valid_mean
 
 __all__ = ["PPO", "PpoBatch", "PpoOptInfo", "flatten_steps", "segment_valid_mean"]
 
@@ -236,28 +236,23 @@ class PPO(PolicyGradientAlgo):
         dist, valid, advantage = self.agent.distribution, batch.valid, batch.advantage
 
         log_ratio = dist.log_likelihood(batch.action, dist_info) - batch.old_log_likelihood
-        ratio = torch.exp(log_ratio)
-        clipped_ratio = torch.clamp(ratio, 1 - ratio_clip, 1 + ratio_clip)
-        surrogate = valid_mean(torch.min(ratio * advantage, clipped_ratio * advantage), valid)
-
+        pi_loss = losses.clipped_surrogate_loss(log_ratio, advantage, ratio_clip, valid)
         if self.clip_vf_loss:
             vf_clip = ratio_clip if self.vf_clip is None else self.vf_clip
-            clipped_value = batch.old_value + torch.clamp(
-                value - batch.old_value, -vf_clip, vf_clip
+            value_loss = self.value_loss_coeff * losses.clipped_value_loss(
+                value, batch.old_value, batch.return_, vf_clip, valid
             )
-            value_error = torch.max(
-                (value - batch.return_) ** 2, (clipped_value - batch.return_) ** 2
-            )
-            value_loss = self.value_loss_coeff * valid_mean(0.5 * value_error, valid)
         else:
             value_loss = self.value_loss(value, batch.return_, valid)
 
-        loss = value_loss - surrogate  # = pi_loss + value_loss, one autograd node fewer
+        loss = pi_loss + value_loss
         if self.entropy_loss_coeff != 0:  # a zero-weighted term would only add backward work
-            loss = loss + (-self.entropy_loss_coeff) * dist.mean_entropy(dist_info, valid)
+            loss = loss + self.entropy_loss_coeff * losses.entropy_loss(
+                dist.entropy(dist_info), valid
+            )
         return dict(
             loss=loss,
-            piLoss=-surrogate,  # in the graph, though the loss reaches the surrogate directly
+            piLoss=pi_loss,
             valueLoss=value_loss,
             logRatio=log_ratio.detach(),
             distInfo=buffer_method(dist_info, "detach"),
@@ -265,8 +260,7 @@ class PPO(PolicyGradientAlgo):
 
     def kl_exceeded(self, terms: dict, valid) -> bool:
         """Whether this minibatch's approxKl (as ``step_diagnostics``) exceeds ``target_kl``."""
-        log_ratio = terms["logRatio"]
-        return valid_mean(torch.exp(log_ratio) - 1 - log_ratio, valid).item() > self.target_kl
+        return losses.approx_kl(terms["logRatio"], valid).item() > self.target_kl
 
     def step_diagnostics(self, terms_list: list, valids: list, ratio_clip: float) -> dict:
         """Per-step diagnostics from the detached outputs of ``loss``, computed for all
@@ -290,7 +284,7 @@ class PPO(PolicyGradientAlgo):
         ratio = torch.exp(log_ratio)
         entropy = self.agent.distribution.entropy(dist_info)
         per_entry = torch.stack((
-            ratio - 1 - log_ratio,
+            losses.approx_kl_terms(log_ratio),
             ((ratio - 1).abs() > ratio_clip).float(),
             entropy,
             torch.exp(entropy),

@@ -297,7 +297,7 @@ class QpgAlgo(RlAlgorithm):
 
     def _optimizer_step(self, names: tuple[str, ...]) -> None:
         """Step the optimizers in ``names``: one direct step over all of them when they
-        are all fused Adam (SAC's three) or all RMSprop (``rlpyt.algos.optim``), else
+        are all fused Adam (SAC's three; ``rlpyt.algos.optim``), else
         each ``step()``."""
         direct_steps = self.__dict__.setdefault("_direct_steps", {})
         key = (names, tuple(id(self.optimizers[name]) for name in names))
