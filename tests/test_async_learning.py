@@ -5,6 +5,7 @@
   seed runs once the outcome is decided).
 * SAC on Pendulum-v1: -250 within 20k env steps in at least 2 of 3 seeds (the settings
   of ``examples/sac_pendulum.py``).
+* Impala on CartPole-v1: 475 within 300k env steps in at least 2 of 3 seeds.
 * R2D2 (R2D1 with per-actor epsilons under ``AsyncRl``) on velocity-masked CartPole:
   400 within 300k env steps (``examples/r2d2_masked_cartpole.py``).
 
@@ -108,3 +109,23 @@ def test_r2d2_learns_masked_cartpole(tmp_path):
         return example.build_runner(seed, n_steps=300_000, workers=0, RunnerCls=RunnerCls)
 
     run_seeds(build, seeds=[0], needed=1, threshold=400, tmp_path=tmp_path, name="r2d2")
+
+
+@pytest.mark.learning
+def test_impala_learns_cartpole_under_async_rl(tmp_path):
+    """Impala's V-trace learner on batches from the sampler process (real policy lag)."""
+    from rlpyt.agents.pg.categorical import CategoricalPgAgent
+    from rlpyt.algos.pg.impala import Impala
+
+    def build(seed, RunnerCls):
+        sampler = AsyncSerialSampler(EnvCls=make, env_kwargs=dict(id="CartPole-v1"),
+                                     batch_T=16, batch_B=8, max_decorrelation_steps=0,
+                                     eval_n_envs=5, eval_max_trajectories=5)
+        algo = Impala(discount=0.99, vtrace_lambda=0.95, learning_rate=1e-3,
+                      entropy_loss_coeff=0.0, value_loss_coeff=0.5, clip_grad_norm=0.5,
+                      normalize_advantage=True)
+        return RunnerCls(algo=algo, agent=CategoricalPgAgent(), sampler=sampler,
+                         n_steps=300_000, seed=seed, log_interval_steps=20_000)
+
+    run_seeds(build, seeds=[0, 1, 2], needed=2, threshold=475, tmp_path=tmp_path,
+              name="async impala")
