@@ -22,6 +22,8 @@ SAMPLERS = {
         "rlpyt.samplers.parallel.gpu.alternating_sampler:NoOverlapAlternatingSampler",
 }
 RUNNER = "rlpyt.runners.minibatch_rl:MinibatchRlEval"
+TORCHRUN_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK")  # set by torchrun for every process
+SYNC_RUNNER = "rlpyt.runners.sync_rl:SyncRlEval"  # --nproc N > 1, or under torchrun
 
 
 def add_train_parser(subparsers):
@@ -50,6 +52,9 @@ def add_train_parser(subparsers):
                    help="params.json of an earlier run: start from its full config")
     p.add_argument("--snapshot-mode", default="last",
                    choices=["all", "last", "gap", "last+gap", "none"])
+    p.add_argument("--nproc", type=int, default=1,
+                   help="data-parallel ranks on this machine (SyncRl; default 1: no "
+                        "distribution); under torchrun the job's ranks are used instead")
     p.set_defaults(handler=run_train)
     return p
 
@@ -111,6 +116,10 @@ def build_config(args, extra: list[str]) -> dict:
     if args.workers is not None:
         config["workers"] = args.workers
     config["torch_threads"] = args.torch_threads
+    if args.nproc != 1:
+        if args.nproc < 1:
+            raise ConfigError(f"--nproc {args.nproc}: the number of ranks must be >= 1")
+        config["nproc"] = args.nproc
     if args.sampler_type != "serial":
         config["sampler_type"] = args.sampler_type
     preset = PRESETS[config["algo_name"]]
@@ -161,13 +170,53 @@ def train_from_config(config: dict, log_dir: str, run_ID: int = 0,
     sampler = SamplerCls(EnvCls=make, env_kwargs=env_kwargs, **sampler_kwargs)
     agent = import_path(config["agent_class"])(**config["agent"])
     algo = import_path(preset.algo)(**config["algo"])
-    runner = import_path(RUNNER)(algo=algo, agent=agent, sampler=sampler,
-                                 seed=config.get("seed"), affinity=_affinity(config),
-                                 **config["runner"])
+    distributed = config.get("nproc", 1) > 1 or launched_by_torchrun()
+    runner = import_path(SYNC_RUNNER if distributed else RUNNER)(
+        algo=algo, agent=agent, sampler=sampler, seed=config.get("seed"),
+        affinity=_rank_affinities(config) if distributed else _affinity(config),
+        **config["runner"])
+    if launched_by_torchrun() and int(os.environ["RANK"]) != 0:
+        return runner.train()  # rank 0 alone writes the run directory
     name = f"{config['algo_name']}_{env_kwargs['id']}"
     with logger_context(log_dir, run_ID, name, log_params=dict(config=config),
                         snapshot_mode=snapshot_mode, override_prefix=True):
         return runner.train()
+
+
+def launched_by_torchrun() -> bool:
+    """This process is one rank of a ``torchrun`` job (``rlpyt.runners.sync_rl``'s test,
+    repeated here so that the CLI imports no torch before it trains)."""
+    return all(key in os.environ for key in TORCHRUN_ENV)
+
+
+def _rank_affinities(config: dict) -> list[dict]:
+    """One affinity per rank of this machine: ``--nproc`` ranks, or under torchrun its
+    ``LOCAL_WORLD_SIZE``.  With ``--cuda-idx K`` local rank ``i`` trains on GPU ``K + i``
+    (NCCL); otherwise on CPU (gloo), the machine's CPUs split evenly among the ranks."""
+    n = int(os.environ.get("LOCAL_WORLD_SIZE", 0)) if launched_by_torchrun() else 0
+    n = n or config.get("nproc", 1)
+    cpus = _cpus()
+    share = max(len(cpus) // n, 1)
+    affinities = []
+    for i in range(n):
+        rank_config = dict(config)
+        if config.get("cuda_idx") is not None:
+            rank_config["cuda_idx"] = config["cuda_idx"] + i
+        if config.get("workers") is None and len(cpus) >= n:
+            rank_config["workers"] = share
+        affinity = _affinity(rank_config)
+        if "workers_cpus" in affinity and len(cpus) >= n:  # each rank on its own CPUs
+            own = cpus[i * share:(i + 1) * share]
+            affinity.update(workers_cpus=own[:len(affinity["workers_cpus"])], master_cpus=own)
+        affinities.append(affinity)
+    return affinities
+
+
+def _cpus() -> list[int]:
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - macOS
+        return list(range(os.cpu_count() or 1))
 
 
 def run_train(args, extra: list[str]) -> int:
@@ -179,6 +228,8 @@ def run_train(args, extra: list[str]) -> int:
     env_id = config["env"]["id"]
     log_dir = args.log_dir or os.path.join("runs", f"{config['algo_name']}_{env_id}")
     summary = train_from_config(config, log_dir, args.run_id, args.snapshot_mode)
+    if launched_by_torchrun() and int(os.environ["RANK"]) != 0:
+        return 0  # rank 0 reports
     final = summary.get("final_eval_return", float("nan"))
     run_dir = os.path.abspath(os.path.join(log_dir, f"run_{args.run_id}"))
     if not math.isnan(final):
