@@ -315,7 +315,7 @@ def test_replay_families_train_and_improve(family, tmp_path):
         algo = DQN(batch_size=64, min_steps_learn=500, replay_size=20_000, replay_ratio=32,
                    target_update_interval=100, learning_rate=1e-3, eps_steps=4000)
         agent = DqnAgent(eps_final=0.02, model_kwargs=dict(hidden_sizes=[64, 64]))
-        n_steps, margin = 12_000, 50.0
+        n_steps, margin = 6000, 50.0
     else:
         sampler = SerialSampler(make, dict(id="Pendulum-v1"), batch_T=4, batch_B=1,
                                 max_decorrelation_steps=0, eval_n_envs=2,
@@ -419,6 +419,32 @@ def test_bad_affinity_is_rejected():
                affinity=dict(optimizer=[], sampler={}))
     with pytest.raises(ValueError, match="backend='tcp'"):
         SyncRl(A2C(), CategoricalPgAgent(), _cartpole_sampler(2), n_steps=10, backend="tcp")
+
+
+def test_cli_builds_one_affinity_per_rank(monkeypatch):
+    from rlpyt.cli.train import _rank_affinities
+
+    for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"):
+        monkeypatch.delenv(key, raising=False)
+    cpu = _rank_affinities(dict(nproc=2, sampler_type="serial", torch_threads=1))
+    assert [a["cuda_idx"] for a in cpu] == [None, None]
+    gpu = _rank_affinities(dict(nproc=3, cuda_idx=1, sampler_type="serial"))
+    assert [a["cuda_idx"] for a in gpu] == [1, 2, 3]
+    workers = _rank_affinities(dict(nproc=2, sampler_type="cpu"))
+    if len(os.sched_getaffinity(0)) >= 2:  # each rank's workers on its own CPUs
+        assert not set(workers[0]["workers_cpus"]) & set(workers[1]["workers_cpus"])
+    monkeypatch.setenv("RANK", "3")
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    assert len(_rank_affinities(dict(sampler_type="serial"))) == 2  # torchrun: this node's
+
+
+def test_cli_rejects_a_bad_nproc(capsys):
+    from rlpyt.cli import main
+
+    assert main(["train", "--nproc", "0"]) == 2
+    assert "--nproc 0" in capsys.readouterr().out
 
 
 # ---- torchrun ------------------------------------------------------------------------------
