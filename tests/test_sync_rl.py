@@ -244,7 +244,7 @@ class _EvalUntil(SyncRlEval):
 
 @pytest.mark.learning
 def test_ppo_learns_cartpole_with_two_ranks(tmp_path):
-    """PPO (CartPole preset, each rank 8 envs) reaches an evaluation return of 400 in at
+    """PPO (CartPole preset, each rank 8 envs) reaches an evaluation return of 475 in at
     most 100k env steps over both ranks, 2 seeds of 2."""
     from rlpyt.cli.presets import PRESETS
 
@@ -254,12 +254,12 @@ def test_ppo_learns_cartpole_with_two_ranks(tmp_path):
         sampler = SerialSampler(make, dict(id="CartPole-v1"), **preset.sampler_kwargs)
         runner = _EvalUntil(PPO(**preset.algo_kwargs), CategoricalPgAgent(), sampler,
                             n_steps=100_000, seed=seed, affinity=_cpu_ranks(),
-                            log_interval_steps=8192, target=400)
+                            log_interval_steps=8192, target=475)
         with logger_context(str(tmp_path), seed, "ppo", override_prefix=True):
             summary = runner.train()
         best = max(ret for _, ret in summary["eval_history"])
         print(f"seed {seed}: best eval {best:.1f}; history {summary['eval_history']}")
-        reached.append(best >= 400)
+        reached.append(best >= 475)
     assert all(reached)
 
 

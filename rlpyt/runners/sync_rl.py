@@ -43,6 +43,7 @@ __all__ = ["SyncRl", "SyncRlError", "SyncRlEval", "SyncRlMixin", "agent_digest",
 
 TORCHRUN_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
 _STOP_GRACE_S = 2.0  # SIGTERM, then SIGKILL after this long
+_INTERRUPT_GRACE_S = 30.0  # after Ctrl-C, time for rank 0's last snapshot
 _POLL_S = 0.2
 _FAILURE_WINDOW_S = 1.0  # after a first failure, collect the others' for the report
 # A rank whose peer died fails inside a collective with one of these; it is not the cause.
@@ -138,6 +139,12 @@ class SyncRlMixin:
                 procs.append(proc)
                 conns.append(recv)
             return _watch_ranks(procs, conns)
+        except KeyboardInterrupt:
+            # Ctrl-C reached the ranks too: let rank 0 write its last snapshot and exit.
+            deadline = time.monotonic() + _INTERRUPT_GRACE_S
+            for proc in procs:
+                proc.join(max(deadline - time.monotonic(), 0))
+            raise
         finally:
             _stop_processes(procs)
             for conn in conns:
@@ -200,9 +207,15 @@ class SyncRlMixin:
     def _broadcast_agent_state(self) -> None:
         """Rank 0's complete agent state (target networks and buffers too, which DDP does
         not cover) on every rank, so the replicas start identical."""
+        nccl = dist.get_backend() == "nccl"
         with torch.no_grad():
             for tensor in _state_tensors(self.agent.state_dict()):
-                dist.broadcast(tensor, src=0)
+                if nccl and tensor.device.type != "cuda":  # NCCL moves CUDA tensors only
+                    on_gpu = tensor.cuda()
+                    dist.broadcast(on_gpu, src=0)
+                    tensor.copy_(on_gpu)
+                else:
+                    dist.broadcast(tensor, src=0)
 
     def _replay_batch_size(self):
         batch = getattr(self.algo, "batch_size", None)
