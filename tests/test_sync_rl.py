@@ -324,14 +324,16 @@ def test_replay_families_train_and_improve(family, tmp_path):
                    learning_rate=1e-3)
         agent = SacAgent(model_kwargs=dict(hidden_sizes=[64, 64]),
                          q_model_kwargs=dict(hidden_sizes=[64, 64]))
-        n_steps, margin = 8000, 300.0
+        n_steps, margin = 6000, 300.0
     runner = SyncRlEval(algo, agent, sampler, n_steps=n_steps, seed=0, affinity=_cpu_ranks(),
                         log_interval_steps=n_steps // 4)
-    with logger_context(str(tmp_path), 0, family, override_prefix=True):
+    with logger_context(str(tmp_path), 0, family, override_prefix=True) as run_dir:
         summary = runner.train()
     history = summary["eval_history"]
     print(family, history)
     assert max(ret for _, ret in history[1:]) > history[0][1] + margin
+    # Both ranks' updates over both ranks' steps: the replay ratio asked for.
+    assert float(_read_rows(run_dir)[-2]["ReplayRatio"]) == pytest.approx(algo.replay_ratio)
 
 
 # ---- faults ------------------------------------------------------------------------------
