@@ -155,6 +155,9 @@ def _rank_main(rank, world_size, port, out_dir):
         rms = RunningMeanStdModel((3,))
         rms.update(_RMS_DATA[rank * 10:(rank + 1) * 10])
         torch.save(rms.state_dict(), os.path.join(out_dir, f"rms{rank}.pt"))
+        for family in FAMILIES:
+            torch.save(_train_family(family, rank, world_size),
+                       os.path.join(out_dir, f"family_{family}{rank}.pt"))
     finally:
         dist.destroy_process_group()
 
@@ -169,6 +172,72 @@ def two_gloo_ranks(tmp_path_factory):
     mp.start_processes(_rank_main, args=(2, find_port(), str(out)), nprocs=2,
                        start_method="spawn")
     return out
+
+
+FAMILIES = ("recurrent_ppo", "cat_dqn", "r2d1", "ddpg", "td3", "sac")
+
+
+def _family_parts(family):
+    from rlpyt.agents.dqn.catdqn_agent import CatDqnAgent
+    from rlpyt.agents.dqn.r2d1_agent import R2d1Agent
+    from rlpyt.agents.pg.categorical import RecurrentCategoricalPgAgent
+    from rlpyt.agents.qpg.ddpg_agent import DdpgAgent
+    from rlpyt.agents.qpg.td3_agent import Td3Agent
+    from rlpyt.algos.dqn.cat_dqn import CategoricalDQN
+    from rlpyt.algos.dqn.r2d1 import R2D1
+    from rlpyt.algos.qpg.ddpg import DDPG
+    from rlpyt.algos.qpg.td3 import TD3
+
+    replay = dict(min_steps_learn=64, replay_size=1000, batch_size=16)
+    small = dict(model_kwargs=dict(hidden_sizes=[16]))
+    if family == "recurrent_ppo":
+        return PPO(epochs=2, minibatches=2), RecurrentCategoricalPgAgent(), "CartPole-v1", 8
+    if family == "cat_dqn":
+        return (CategoricalDQN(**replay, replay_ratio=8, double_dqn=True),
+                CatDqnAgent(**small), "CartPole-v1", 8)
+    if family == "r2d1":
+        return (R2D1(batch_T=8, batch_B=4, warmup_T=4, store_rnn_state_interval=4,
+                     min_steps_learn=64, replay_size=1000, replay_ratio=4),
+                R2d1Agent(), "CartPole-v1", 8)
+    qpg = dict(**replay, replay_ratio=16)
+    QpgAlgo, QpgAgent = dict(ddpg=(DDPG, DdpgAgent), td3=(TD3, Td3Agent),
+                             sac=(SAC, SacAgent))[family]
+    return (QpgAlgo(**qpg), QpgAgent(model_kwargs=dict(hidden_sizes=[16]),
+                                     q_model_kwargs=dict(hidden_sizes=[16])),
+            "Pendulum-v1", 8)
+
+
+def _train_family(family, rank, world_size, n_itr=12):
+    """SyncRl's own start-up and iterations in this rank (its sampler sees this rank's
+    envs); returns the agent digest and how far the agent moved."""
+    algo, agent, env_id, T = _family_parts(family)
+    sampler = SerialSampler(make, dict(id=env_id), batch_T=T, batch_B=2,
+                            max_decorrelation_steps=0)
+    runner = SyncRl(algo, agent, sampler, n_steps=n_itr * T * 2 * world_size, seed=4,
+                    log_interval_steps=1e9)
+    runner.rank, runner.world_size, runner.affinity = rank, world_size, {}
+    try:
+        runner.startup()
+        before = _flat_state(agent.state_dict())
+        before = {k: v.clone() for k, v in before.items()}
+        for itr in range(n_itr):
+            runner._train_itr(itr)
+        after = _flat_state(agent.state_dict())
+        moved = max((after[k] - before[k]).abs().max().item() for k in after
+                    if after[k].is_floating_point())
+        return dict(digest=agent_digest(agent), moved=moved, updates=algo.update_counter)
+    finally:
+        runner.shutdown()
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_family_keeps_its_replicas_identical(family, two_gloo_ranks):
+    """Each rank trains on its own envs (its own replay), DDP averages the gradients:
+    after several updates the two replicas are still bitwise identical."""
+    ranks = [torch.load(two_gloo_ranks / f"family_{family}{r}.pt") for r in range(2)]
+    assert ranks[0]["updates"] == ranks[1]["updates"] > 0
+    assert ranks[0]["moved"] > 0
+    assert ranks[0]["digest"] == ranks[1]["digest"]
 
 
 @pytest.mark.parametrize("family", ["a2c", "dqn"])
