@@ -439,6 +439,7 @@ def test_a_failing_rank_stops_the_job_with_its_traceback(how, tmp_path):
         assert "optimize_agent" in message  # the rank's own traceback
     else:
         assert "killed by signal SIGKILL" in message
+    print(f"{how}: the launcher raised {elapsed:.2f} s after the failure")
     assert elapsed < 10, elapsed  # from the failure to the launcher's error
     assert _no_children_left()
 
