@@ -345,7 +345,8 @@ def test_make_affinity_checks_this_machine():
         (dict(n_cpu_core=6, n_gpu=3, gpu_per_run=2), r"n_gpu=3 is not a multiple"),
         (dict(n_cpu_core=4, cpu_per_run=2, cpu_per_worker=3), r"cpu_per_worker=3 does not fit"),
         (dict(n_cpu_core=4, cpu_per_run=2, cpu_reserved=2), r"cpu_per_worker=1 does not fit"),
-        (dict(n_cpu_core=4, gpu_per_run=2), r"gpu_per_run=2 needs n_gpu > 0"),
+        (dict(n_cpu_core=4, gpu_per_run=2, async_sample=True), r"gpu_per_run=2 with n_gpu=0"),
+        (dict(n_cpu_core=4, gpu_per_run=3), r"gpu_per_run=3 CPU replicas .* fit: \[\]"),
         (dict(n_cpu_core=4, n_gpu=1, sample_gpu_per_run=1), r"sample_gpu_per_run=1 needs async"),
         (dict(n_cpu_core=4, n_gpu=2, async_sample=True, optim_sample_share_gpu=True),
          r"optim_sample_share_gpu=True .* sample_gpu_per_run=0"),
@@ -422,3 +423,13 @@ def test_quick_affinity_code_fills_this_machine(monkeypatch):
         quick_affinity_code(n_parallel=cores + 1, use_gpu=False)
     with pytest.raises(ValueError, match="n_parallel=0 is invalid"):
         quick_affinity_code(n_parallel=0, use_gpu=False)
+
+
+def test_cpu_replicas_of_a_sync_run():
+    """n_gpu=0 with gpu_per_run=N: N CPU replicas (SyncRl ranks) of cpu_per_run cores each."""
+    replicas = make_affinity(n_cpu_core=2, n_gpu=0, gpu_per_run=2, set_affinity=False)
+    assert isinstance(replicas, list) and len(replicas) == 2
+    assert [r["cuda_idx"] for r in replicas] == [None, None]
+    first, second = (set(r["master_cpus"]) for r in replicas)
+    assert len(first) == len(second) == 1 and not first & second
+    assert get_n_run_slots(encode_affinity(n_cpu_core=4, gpu_per_run=2)) == 2

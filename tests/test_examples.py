@@ -26,6 +26,7 @@ def load_example(name):
         ("example_3_a2c_atari_lstm", dict(n_steps=800)),
         ("example_4_ppo_mujoco", dict(n_steps=2_048)),
         ("example_5_recurrent_ppo_masked_cartpole", dict(n_steps=1_000)),
+        ("example_7_sync_ppo", dict(n_steps=1_024)),  # 2 CPU ranks (n_gpu=0)
     ],
 )
 def test_example_runs(name, kwargs, run_dir):
@@ -33,5 +34,6 @@ def test_example_runs(name, kwargs, run_dir):
     assert isinstance(summary, dict)
     logs = list(Path(run_dir).rglob("progress.csv"))
     assert logs, f"{name} wrote no progress.csv under {run_dir}"
-    if name in ("example_1_ppo_cartpole", "example_5_recurrent_ppo_masked_cartpole"):
+    if name in ("example_1_ppo_cartpole", "example_5_recurrent_ppo_masked_cartpole",
+                "example_7_sync_ppo"):
         assert not math.isnan(summary["final_eval_return"])  # these evaluate (MinibatchRlEval)

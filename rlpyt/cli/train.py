@@ -61,6 +61,10 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
+TORCHRUN_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK")  # set by torchrun for every process
+SYNC_RUNNER = "rlpyt.runners.sync_rl:SyncRlEval"  # --nproc N > 1, or under torchrun
+
+
 def add_train_parser(subparsers):
     p = subparsers.add_parser(
         "train",
@@ -97,6 +101,9 @@ def add_train_parser(subparsers):
                         "saved config (only --n-steps may change, to train longer)")
     p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                    help="show full tracebacks of errors")
+    p.add_argument("--nproc", type=int, default=1,
+                   help="data-parallel ranks on this machine (SyncRl; default 1: no "
+                        "distribution); under torchrun the job's ranks are used instead")
     p.set_defaults(handler=run_train)
     return p
 
@@ -176,6 +183,13 @@ def build_config(args, extra: list[str]) -> dict:
     if args.workers is not None:
         config["workers"] = args.workers
     config["torch_threads"] = args.torch_threads
+    if args.nproc != 1:
+        if args.nproc < 1:
+            raise ConfigError(f"--nproc {args.nproc}: the number of ranks must be >= 1")
+        config["nproc"] = args.nproc
+        if args.runner == "async":
+            raise ConfigError("--runner async trains with one optimizer process; it does "
+                              "not combine with --nproc (SyncRl ranks)")
     if args.sampler_type != "serial":
         config["sampler_type"] = args.sampler_type
     if args.runner != "sync":
@@ -298,11 +312,16 @@ def train_from_config(config: dict, log_dir: str, run_ID: int = 0,
 
     env_kwargs = dict(config["env"])
     sampler, agent, algo = build_components(config)
-    runner = import_path(_runner_path(config))(algo=algo, agent=agent, sampler=sampler,
-                                 seed=config.get("seed"), affinity=_affinity(config),
-                                 **config["runner"])
+    distributed = config.get("nproc", 1) > 1 or launched_by_torchrun()
+    RunnerCls = import_path(SYNC_RUNNER if distributed else _runner_path(config))
+    affinity = _rank_affinities(config) if distributed else _affinity(config)
+    runner = RunnerCls(algo=algo, agent=agent, sampler=sampler, seed=config.get("seed"),
+                       affinity=affinity, **config["runner"])
     # Bad settings fail here, before the run directory is touched.
-    check_before_start(algo, agent, sampler, runner.n_steps, runner.affinity)
+    check_before_start(algo, agent, sampler, runner.n_steps,
+                       affinity[0] if distributed else affinity)
+    if launched_by_torchrun() and int(os.environ["RANK"]) != 0:
+        return runner.train()  # rank 0 alone writes the run directory
     name = f"{config['algo_name']}_{env_kwargs['id']}"
     with logger_context(log_dir, run_ID, name, log_params=dict(config=config),
                         snapshot_mode=snapshot_mode, override_prefix=True, resume=resume):
@@ -315,6 +334,9 @@ def _resume_config(args, extra: list[str]) -> tuple[dict, str, int]:
     if not os.path.isdir(run_dir):
         raise ConfigError(f"--resume {args.resume!r}: no such run directory")
     config = load_run_config(run_dir, "--resume")
+    if config.get("nproc", 1) > 1:
+        raise ConfigError(f"--resume {args.resume!r}: the run trained {config['nproc']} SyncRl "
+                          f"ranks (--nproc); resuming SyncRl runs is not supported yet")
     if extra or args.config or args.env or args.seed is not None:
         raise ConfigError("--resume continues a run with its saved config: only --n-steps "
                           "(to train longer) may be given with it")
@@ -326,6 +348,42 @@ def _resume_config(args, extra: list[str]) -> tuple[dict, str, int]:
         raise ConfigError(f"--resume {args.resume!r}: expected a directory named run_{run_ID} "
                           f"(its params.json says run_ID={run_ID})")
     return config, os.path.dirname(run_dir), run_ID
+
+
+def launched_by_torchrun() -> bool:
+    """This process is one rank of a ``torchrun`` job (``rlpyt.runners.sync_rl``'s test,
+    repeated here so that the CLI imports no torch before it trains)."""
+    return all(key in os.environ for key in TORCHRUN_ENV)
+
+
+def _rank_affinities(config: dict) -> list[dict]:
+    """One affinity per rank of this machine: ``--nproc`` ranks, or under torchrun its
+    ``LOCAL_WORLD_SIZE``.  With ``--cuda-idx K`` local rank ``i`` trains on GPU ``K + i``
+    (NCCL); otherwise on CPU (gloo), the machine's CPUs split evenly among the ranks."""
+    n = int(os.environ.get("LOCAL_WORLD_SIZE", 0)) if launched_by_torchrun() else 0
+    n = n or config.get("nproc", 1)
+    cpus = _cpus()
+    share = max(len(cpus) // n, 1)
+    affinities = []
+    for i in range(n):
+        rank_config = dict(config)
+        if config.get("cuda_idx") is not None:
+            rank_config["cuda_idx"] = config["cuda_idx"] + i
+        if config.get("workers") is None and len(cpus) >= n:
+            rank_config["workers"] = share
+        affinity = _affinity(rank_config)
+        if "workers_cpus" in affinity and len(cpus) >= n:  # each rank on its own CPUs
+            own = cpus[i * share:(i + 1) * share]
+            affinity.update(workers_cpus=own[:len(affinity["workers_cpus"])], master_cpus=own)
+        affinities.append(affinity)
+    return affinities
+
+
+def _cpus() -> list[int]:
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - macOS
+        return list(range(os.cpu_count() or 1))
 
 
 def run_train(args, extra: list[str]) -> int:
@@ -342,6 +400,8 @@ def run_train(args, extra: list[str]) -> int:
         return 2
     summary = train_from_config(config, log_dir, run_id, args.snapshot_mode,
                                 resume=True if args.resume else None)
+    if launched_by_torchrun() and int(os.environ["RANK"]) != 0:
+        return 0  # rank 0 reports
     final = summary.get("final_eval_return", float("nan"))
     run_dir = os.path.abspath(os.path.join(log_dir, f"run_{run_id}"))
     if not math.isnan(final):

@@ -338,7 +338,7 @@ class MinibatchRlBase(BaseRunner):
         logger.record_tabular("CumUpdates", updates)
         logger.record_tabular("StepsPerSecond", new_steps / train_time)
         logger.record_tabular("UpdatesPerSecond", new_updates / train_time)
-        batch = getattr(self.algo, "batch_size", None) or self.itr_batch_size
+        batch = self._replay_batch_size() or self.itr_batch_size
         logger.record_tabular("ReplayRatio", new_updates * batch / max(new_steps, 1))
         logger.record_tabular("CumReplayRatio", updates * batch / max(cum_steps, 1))
         if self._eval:
@@ -353,6 +353,10 @@ class MinibatchRlBase(BaseRunner):
         if itr < self.n_itr - 1:
             remaining = min(self.log_interval_itrs, self.n_itr - 1 - itr)
             self.pbar = ProgBarCounter(remaining)
+
+    def _replay_batch_size(self) -> int | None:
+        """Samples per gradient update of a replay algorithm, over all ranks (None: on-policy)."""
+        return getattr(self.algo, "batch_size", None)
 
     def _log_infos(self, traj_infos=None):
         if traj_infos is None:
@@ -414,7 +418,7 @@ class MinibatchRlBase(BaseRunner):
                 stop = False
                 if self._is_log_itr(itr):
                     self._log_itr(itr)
-                    stop = self.should_stop()
+                    stop = self._stop_now()
                 if self._is_checkpoint_itr(itr) or stop:
                     self.save_checkpoint(itr)
                 if stop:
@@ -435,6 +439,10 @@ class MinibatchRlBase(BaseRunner):
     def should_stop(self) -> bool:
         """Checked after each log row; subclasses return True to end training early."""
         return False
+
+    def _stop_now(self) -> bool:
+        """Whether the loop ends after this log row (multi-process runners agree on it)."""
+        return self.should_stop()
 
     def _log_itr(self, itr):
         self.log_diagnostics(itr)

@@ -100,8 +100,9 @@ class BasePgAgent(BaseAgent):
 
     def update_obs_rms(self, observation):
         """Update the model's observation normaliser, if it has one (called by algorithms)."""
-        if hasattr(self.model, "update_obs_rms"):
-            self.model.update_obs_rms(observation.to(self.device))
+        model = getattr(self.model, "module", self.model)  # inside DistributedDataParallel
+        if hasattr(model, "update_obs_rms"):
+            model.update_obs_rms(observation.to(self.device))
 
 
 class RecurrentPgAgentMixin(RecurrentAgentMixin):

@@ -83,7 +83,10 @@ def encode_affinity(
         gpu_per_run: GPUs per run; > 1 gives sync multi-GPU runs (one affinity per
             replica) or, with ``async_sample``, that many optimizer GPUs.
         cpu_per_run: cores per run when ``n_gpu=0``. With GPUs the cores per run are
-            ``n_cpu_core / (n_gpu * contexts_per_gpu)`` per GPU of the run.
+            ``n_cpu_core / (n_gpu * contexts_per_gpu)`` per GPU of the run.  With
+            ``n_gpu=0`` and ``gpu_per_run=N > 1`` a run is N CPU replicas (``SyncRl``
+            ranks on gloo) of ``cpu_per_run`` cores each, one affinity per replica: the
+            CPU twin of a multi-GPU layout.
         cpu_per_worker: cores given to each sampler worker.
         cpu_reserved: cores of each run (replica) kept for the master process and not
             given to workers. In async runs: cores of each optimizer replica (0 means 1).
@@ -247,9 +250,10 @@ class _Resolver:
     def run_layout(self, run_slot: int) -> list[tuple[int | None, list[int]]]:
         """(GPU, cores next to it) for each GPU of the run; one (None, cores) on CPU."""
         spec = self.spec
-        if spec.n_gpu == 0:
-            low = run_slot * spec.cpu_per_run
-            return [(None, list(range(low, low + spec.cpu_per_run)))]
+        if spec.n_gpu == 0:  # one entry per CPU replica (gpu_per_run of them)
+            low, cpr = run_slot * spec.cores_per_run, spec.cpu_per_run
+            return [(None, list(range(low + i * cpr, low + (i + 1) * cpr)))
+                    for i in range(spec.gpu_per_run)]
         # Spread slots over GPU groups first, so fewer runs than slots use every GPU.
         n_group = spec.n_gpu // spec.gpus_per_run
         group, context = run_slot % n_group, run_slot // n_group
@@ -348,7 +352,7 @@ def single_run_code(affinity_code: str, set_affinity: bool | None = None) -> str
         n_cpu_core=cores,
         n_gpu=spec.gpus_per_run,
         contexts_per_gpu=1,
-        cpu_per_run=cores if spec.n_gpu == 0 else 1,
+        cpu_per_run=spec.cpu_per_run if spec.n_gpu == 0 else 1,
         hyperthread_offset=cores if spec.hyperthread_offset else None,
         n_socket=None,
         set_affinity=spec.set_affinity if set_affinity is None else bool(set_affinity),

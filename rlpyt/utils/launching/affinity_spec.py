@@ -72,8 +72,8 @@ class AffinitySpec:
 
     @property
     def cores_per_run(self) -> int:
-        if self.n_gpu == 0:
-            return self.cpu_per_run
+        if self.n_gpu == 0:  # gpu_per_run CPU replicas (SyncRl ranks) of cpu_per_run cores
+            return self.cpu_per_run * self.gpu_per_run
         return self.cores_per_context * self.gpus_per_run
 
     @property
@@ -84,7 +84,7 @@ class AffinitySpec:
     @property
     def n_run_slots(self) -> int:
         if self.n_gpu == 0:
-            return self.n_cpu_core // self.cpu_per_run
+            return self.n_cpu_core // self.cores_per_run
         return self.n_gpu // self.gpus_per_run * self.contexts_per_gpu
 
     @property
@@ -136,16 +136,25 @@ class AffinitySpec:
                     raise ValueError(f"{key}={getattr(self, key)} needs async_sample=True")
 
     def _check_cpu_mode(self) -> None:
-        for key in ("contexts_per_gpu", "gpu_per_run", "sample_gpu_per_run"):
+        for key in ("contexts_per_gpu", "sample_gpu_per_run"):
             if getattr(self, key) != getattr(AffinitySpec, key):
                 raise ValueError(f"{key}={getattr(self, key)} needs n_gpu > 0 (n_gpu=0)")
         if self.optim_sample_share_gpu:
             raise ValueError("optim_sample_share_gpu=True needs n_gpu > 0 (n_gpu=0)")
-        if self.n_cpu_core % self.cpu_per_run:
-            fits = [d for d in range(1, self.n_cpu_core + 1) if self.n_cpu_core % d == 0]
+        if self.gpu_per_run > 1 and self.async_sample:
             raise ValueError(
-                f"cpu_per_run={self.cpu_per_run} does not divide n_cpu_core={self.n_cpu_core} "
-                f"into whole run slots; cpu_per_run values that fit: {fits}"
+                f"gpu_per_run={self.gpu_per_run} with n_gpu=0 makes CPU replicas of a sync "
+                f"run (SyncRl ranks), which async_sample=True cannot use; use gpu_per_run=1"
+            )
+        if self.n_cpu_core % self.cores_per_run:
+            fits = [d for d in range(1, self.n_cpu_core + 1)
+                    if self.n_cpu_core % (d * self.gpu_per_run) == 0]
+            replicas = f" x gpu_per_run={self.gpu_per_run} CPU replicas" \
+                if self.gpu_per_run > 1 else ""
+            raise ValueError(
+                f"cpu_per_run={self.cpu_per_run}{replicas} does not divide "
+                f"n_cpu_core={self.n_cpu_core} into whole run slots; cpu_per_run values that "
+                f"fit: {fits}"
             )
 
     def _check_gpu_mode(self) -> None:
@@ -210,7 +219,7 @@ class AffinitySpec:
         if self.n_gpu:
             per_socket, per_run, what = self.n_gpu // n_socket, self.gpus_per_run, "GPUs"
         else:
-            per_socket, per_run, what = self.n_cpu_core // n_socket, self.cpu_per_run, "cores"
+            per_socket, per_run, what = self.n_cpu_core // n_socket, self.cores_per_run, "cores"
         if per_socket % per_run and per_run % per_socket:
             raise ValueError(
                 f"runs of {per_run} {what} would straddle sockets of {per_socket} {what} "
