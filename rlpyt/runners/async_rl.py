@@ -273,7 +273,6 @@ class AsyncRlBase(MinibatchRlBase):
         self._starving_at = None
         self._done_sampled = False
         self._final_eval = None
-        self._pending_eval_itr = None
         self._lags: list[int] = []
         self._opt_wait_s = 0.0
         self._last_row_time = time.perf_counter()
