@@ -37,7 +37,7 @@ from rlpyt.samplers.parallel.control import (
     WorkerSpec,
     unlink_semaphore_names,
 )
-from rlpyt.samplers.parallel.eval import EvalCounter, hard_step_limit
+from rlpyt.samplers.parallel.eval import EvalSchedule, hard_step_limit, merge_completed
 from rlpyt.samplers.parallel.vec_stepping import make_example_env
 from rlpyt.samplers.parallel.worker import sampling_process
 from rlpyt.utils.process import available_cpus
@@ -118,7 +118,7 @@ class ParallelSamplerBase(BaseSampler):
         self.start_method = start_method
         self._check_collectors()
         self.processes, self.worker_specs = [], []
-        self.control = self.monitor = self.eval_counter = None
+        self.control = self.monitor = self.eval_schedule = None
         self._closed = False
 
     # ---- hooks for subclasses -------------------------------------------------------------
@@ -178,7 +178,7 @@ class ParallelSamplerBase(BaseSampler):
             samples_np=self.samples_np, step_buffer_np=self.step_buffer_np,
             eval_step_buffer_np=self.eval_step_buffer_np,
             agent=agent if self.agent_in_workers else None,
-            control=self.control, eval_counter=self.eval_counter,
+            control=self.control, eval_schedule=self.eval_schedule,
             worker_torch_threads=affinity.get("worker_torch_threads", 1),
             set_affinity=affinity.get("set_affinity", True),
         ))
@@ -208,11 +208,11 @@ class ParallelSamplerBase(BaseSampler):
 
     def _build_control(self, ctx, horizon) -> None:
         self.control = SamplerControl(ctx, len(self.worker_specs))
-        self.eval_counter = None
+        self.eval_schedule = None
         if self.eval_n_envs > 0:
             limit = hard_step_limit(self.eval_max_steps, self.eval_max_trajectories, horizon)
-            self.eval_counter = EvalCounter(ctx, self.eval_max_steps,
-                                            self.eval_max_trajectories, limit)
+            self.eval_schedule = EvalSchedule(self.eval_n_envs, self.eval_max_steps,
+                                              self.eval_max_trajectories, limit, ctx=ctx)
         self.eval_workers = [s.rank for s in self.worker_specs if s.eval_env_ranks]
 
     def _start_workers(self, ctx, common: dict) -> None:
@@ -225,10 +225,7 @@ class ParallelSamplerBase(BaseSampler):
             self.processes.append(proc)
         self.monitor = WorkerMonitor(self.control, self.processes, self.worker_specs)
         self.monitor.gather("ready", range(len(self.processes)))
-        semaphores = self.control.semaphores()
-        if self.eval_counter is not None:
-            semaphores.append(self.eval_counter.lock)
-        unlink_semaphore_names(semaphores)  # Every worker has them open now.
+        unlink_semaphore_names(self.control.semaphores())  # Every worker has them open now.
 
     def _worker_cpus(self, affinity: dict) -> list[list[int]]:
         workers_cpus = affinity.get("workers_cpus")
@@ -291,22 +288,54 @@ class ParallelSamplerBase(BaseSampler):
             raise RuntimeError("evaluate_agent called on a sampler built with eval_n_envs=0")
         self._check_running()
         try:
-            results = self._evaluate_agent(itr)
+            results = self._serve_evaluation(itr)
         except BaseException:
             self.shutdown()
             raise
-        n_dropped = sum(dropped for _, dropped in results)
-        if n_dropped:
+        schedule = self.eval_schedule
+        if schedule.n_dropped:
             warnings.warn(
-                f"evaluation stopped at the hard limit of {self.eval_counter.hard_limit} env "
-                f"steps; {n_dropped} unfinished trajectories were dropped", stacklevel=2)
-        return [info for completed, _ in results for info in completed]
+                f"evaluation stopped at the hard limit of {schedule.hard_limit} env "
+                f"steps; {schedule.n_dropped} unfinished trajectories were dropped",
+                stacklevel=2)
+        return merge_completed(results)
 
     def _obtain_samples(self, itr) -> list:
         raise NotImplementedError
 
-    def _evaluate_agent(self, itr) -> list:
-        raise NotImplementedError
+    def _serve_evaluation(self, itr) -> list:
+        """The master's side of one lockstep evaluation (``rlpyt.samplers.parallel.eval``):
+        per round, release the eval workers to step, apply the schedule's decisions,
+        release them to start the next trajectories.  Returns each worker's result."""
+        schedule, control, monitor = self.eval_schedule, self.control, self.monitor
+        workers = self.eval_workers
+        schedule.reset()
+        control.eval_stop.value = 0
+        self._eval_begin(itr)
+        control.announce(Command.EVAL, itr, workers)
+        monitor.await_ready(workers)  # Envs reset, first inputs written.
+        while True:
+            self._eval_reset_states()
+            if schedule.done:
+                break
+            self._eval_select_actions()
+            monitor.release_act(workers)
+            monitor.await_ready(workers)  # Every active env stepped once.
+            schedule.decide()
+            monitor.release_act(workers)
+            monitor.await_ready(workers)  # The next trajectories started.
+        control.eval_stop.value = 1
+        monitor.release_act(workers)
+        return monitor.gather("eval", workers)
+
+    def _eval_begin(self, itr) -> None:
+        """Before the workers are told to evaluate (e.g. sync the workers' parameters)."""
+
+    def _eval_reset_states(self) -> None:
+        """Clear the master agent's state of eval envs the workers reset (GPU samplers)."""
+
+    def _eval_select_actions(self) -> None:
+        """Write the eval envs' actions (GPU samplers; CPU workers choose their own)."""
 
     def _check_running(self) -> None:
         if self._closed:
@@ -340,7 +369,7 @@ class ParallelSamplerBase(BaseSampler):
         if self.control is not None:
             self.control.close_queues()
         # Drop the primitives: named semaphores (spawn/forkserver) are unlinked when freed.
-        self.control = self.monitor = self.eval_counter = None
+        self.control = self.monitor = self.eval_schedule = None
 
     def __del__(self):
         try:

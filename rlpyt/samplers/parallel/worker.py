@@ -86,7 +86,7 @@ class _Worker:
         return common["eval_CollectorCls"](
             envs=self.eval_envs, agent=self.agent, TrajInfoCls=common["TrajInfoCls"],
             max_steps=common["eval_max_steps"], max_trajectories=common["eval_max_trajectories"],
-            counter=common["eval_counter"], env_ranks=spec.eval_env_ranks,
+            schedule=common["eval_schedule"], env_ranks=spec.eval_env_ranks,
             step_buffer_np=None if eval_step is None else eval_step[lo:hi], sync=sync,
         )
 
@@ -102,8 +102,8 @@ class _Worker:
                 self.collector.reset_if_needed(self.agent_inputs)
                 sync.send_result("sample", completed)
             elif command == Command.EVAL:
-                completed = self.eval_collector.collect_evaluation(itr)
-                sync.send_result("eval", (completed, self.eval_collector.n_dropped))
+                self.eval_collector.collect_evaluation(itr)
+                sync.send_result("eval", self.eval_collector.completed_keyed)
             else:
                 return
 

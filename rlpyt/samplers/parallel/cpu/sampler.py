@@ -58,8 +58,5 @@ class CpuSampler(ParallelSamplerBase):
         self.control.announce(Command.SAMPLE, itr)
         return self.monitor.gather("sample", range(len(self.processes)))
 
-    def _evaluate_agent(self, itr) -> list:
+    def _eval_begin(self, itr) -> None:
         self.agent.sync_shared_memory()
-        self.eval_counter.reset(self.eval_n_envs)
-        self.control.announce(Command.EVAL, itr, self.eval_workers)
-        return self.monitor.gather("eval", self.eval_workers)

@@ -63,6 +63,3 @@ class GpuSampler(ActionServer, ParallelSamplerBase):
         self.control.announce(Command.SAMPLE, itr)
         self.serve_actions(itr)
         return self.monitor.gather("sample", range(len(self.processes)))
-
-    def _evaluate_agent(self, itr) -> list:
-        return self.serve_evaluation(itr)
