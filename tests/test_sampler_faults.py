@@ -27,7 +27,10 @@ from rlpyt.agents.pg.categorical import CategoricalPgAgent
 from rlpyt.envs.base import Env, EnvStep
 from rlpyt.samplers.parallel.control import WorkerError
 from rlpyt.samplers.parallel.cpu.sampler import CpuSampler
-from rlpyt.samplers.parallel.gpu.alternating_sampler import AlternatingSampler
+from rlpyt.samplers.parallel.gpu.alternating_sampler import (
+    AlternatingSampler,
+    NoOverlapAlternatingSampler,
+)
 from rlpyt.samplers.parallel.gpu.sampler import GpuSampler
 from rlpyt.spaces.float_box import FloatBox
 from rlpyt.spaces.int_box import IntBox
@@ -67,6 +70,26 @@ class FaultyEnv(Env):
         if self.faulty and self.n == self.fail_step:
             raise RuntimeError("injected fault in step")
         return EnvStep(np.zeros(2, dtype=np.float32), 1.0, self.t >= 5, Info(False))
+
+
+class HangingEnv(FaultyEnv):
+    """``FaultyEnv`` whose faulty env never returns from ``step`` number ``fail_step``
+    (from its first ``reset`` when ``fail_step == "reset"``)."""
+
+    def reset(self):
+        if self.faulty and self.fail_step == "reset":
+            hang_forever()
+        return super().reset()
+
+    def step(self, action):
+        if self.faulty and self.n + 1 == self.fail_step:
+            hang_forever()
+        return super().step(action)
+
+
+def hang_forever():
+    while True:
+        time.sleep(3600)
 
 
 def shm_entries() -> set:
@@ -196,6 +219,40 @@ def test_worker_killed_by_signal(SamplerCls, leak_check):
         timer.cancel()
     assert time.monotonic() - killed_at[0] < DEADLINE_S
     assert_worker_error(excinfo, 1, [2, 3], "killed by signal SIGKILL")
+
+
+@pytest.mark.parametrize("SamplerCls", [*SAMPLERS, NoOverlapAlternatingSampler])
+def test_hung_env_is_reported_with_its_stack(SamplerCls, leak_check):
+    """An env that never returns from ``step``: WorkerError within step_timeout + 10 s,
+    naming the worker, its envs, the timeout and where the worker hangs."""
+    timeout = 1.0
+    sampler = SamplerCls(EnvCls=HangingEnv, env_kwargs=dict(fail_seed=SEEDS[3], fail_step=3),
+                         batch_T=4, batch_B=B, max_decorrelation_steps=0, step_timeout=timeout)
+    sampler.initialize(CategoricalPgAgent(), affinity=dict(n_workers=2), seed=SEED)
+    start = time.monotonic()
+    with pytest.raises(WorkerError) as excinfo:
+        sampler.obtain_samples(0)
+    assert time.monotonic() - start < timeout + DEADLINE_S
+    assert_worker_error(excinfo, 1, [2, 3], f"step_timeout={timeout} s")
+    assert "hung" in str(excinfo.value)
+    assert "in hang_forever" in str(excinfo.value), "the worker's Python stack is shown"
+    assert all(not p.is_alive() for p in sampler.processes)
+
+
+def test_hung_env_while_starting(leak_check):
+    sampler = CpuSampler(EnvCls=HangingEnv,
+                         env_kwargs=dict(fail_seed=SEEDS[0], fail_step="reset"),
+                         batch_T=4, batch_B=B, step_timeout=1)
+    start = time.monotonic()
+    with pytest.raises(WorkerError, match=r"sampler worker 0 \(env ranks \[0, 1\]\) hung"):
+        sampler.initialize(CategoricalPgAgent(), affinity=dict(n_workers=2), seed=SEED)
+    assert time.monotonic() - start < 1 + DEADLINE_S
+
+
+@pytest.mark.parametrize("bad", [0, -1, "60", float("nan"), True])
+def test_bad_step_timeout_is_named(bad):
+    with pytest.raises(ValueError, match="step_timeout="):
+        CpuSampler(EnvCls=FaultyEnv, env_kwargs={}, batch_T=4, batch_B=B, step_timeout=bad)
 
 
 def test_shutdown_is_idempotent(leak_check):

@@ -47,6 +47,7 @@ __all__ = ["ParallelSamplerBase", "split_evenly"]
 
 START_METHODS = ("fork", "forkserver", "spawn")
 JOIN_TIMEOUT_S = 3.0
+DEFAULT_STEP_TIMEOUT_S = 60.0
 _LIVE_SAMPLERS: weakref.WeakSet = weakref.WeakSet()
 
 
@@ -83,6 +84,12 @@ class ParallelSamplerBase(BaseSampler):
         start_method: ``"fork"`` (default on Linux), ``"forkserver"`` or ``"spawn"``
             (default elsewhere).  Under ``forkserver``/``spawn`` the env class, the
             collector classes and the agent must be importable by the workers.
+        step_timeout: seconds one env call in a worker (``step``, ``reset``, or
+            building the worker's envs) may take before the env counts as hung: the
+            sampler then stops every worker and raises ``WorkerError`` naming the
+            worker, its env ranks, the timeout and the worker's Python stack.
+            Default 60 (far above an Atari reset with no-op starts or a MuJoCo model
+            compile); ``None`` waits forever.
 
     ``initialize(agent, affinity, ...)`` reads from ``affinity`` (a dict):
         workers_cpus: one entry per worker, a CPU id or a list of ids to pin it to
@@ -103,7 +110,8 @@ class ParallelSamplerBase(BaseSampler):
     def __init__(self, EnvCls, env_kwargs, batch_T, batch_B, CollectorCls,
                  max_decorrelation_steps=100, TrajInfoCls=TrajInfo, eval_n_envs=0,
                  eval_CollectorCls=None, eval_env_kwargs=None, eval_max_steps=None,
-                 eval_max_trajectories=None, start_method=None):
+                 eval_max_trajectories=None, start_method=None,
+                 step_timeout=DEFAULT_STEP_TIMEOUT_S):
         super().__init__(
             EnvCls, env_kwargs, batch_T, batch_B, CollectorCls,
             max_decorrelation_steps=max_decorrelation_steps, TrajInfoCls=TrajInfoCls,
@@ -116,6 +124,7 @@ class ParallelSamplerBase(BaseSampler):
             valid = [m for m in START_METHODS if m in mp.get_all_start_methods()]
             raise ValueError(f"start_method={start_method!r} is invalid here; valid: {valid}")
         self.start_method = start_method
+        self.step_timeout = _check_step_timeout(step_timeout)
         self._check_collectors()
         self.processes, self.worker_specs = [], []
         self.control = self.monitor = self.eval_schedule = None
@@ -218,12 +227,18 @@ class ParallelSamplerBase(BaseSampler):
     def _start_workers(self, ctx, common: dict) -> None:
         """Start one process per worker and wait until all have reset their envs."""
         _LIVE_SAMPLERS.add(self)
-        for spec in self.worker_specs:
-            proc = ctx.Process(target=sampling_process, args=(common, spec),
+        # One pipe per worker for its Python stack, should an env hang.
+        self._stack_pipes = [ctx.Pipe(duplex=False) for _ in self.worker_specs]
+        for spec, (_, writer) in zip(self.worker_specs, self._stack_pipes):
+            proc = ctx.Process(target=sampling_process, args=(common, spec, writer),
                                name=f"rlpyt-{type(self).__name__}-worker-{spec.rank}")
             proc.start()
             self.processes.append(proc)
-        self.monitor = WorkerMonitor(self.control, self.processes, self.worker_specs)
+        for _, writer in self._stack_pipes:
+            writer.close()  # The worker holds its own copy.
+        self.monitor = WorkerMonitor(self.control, self.processes, self.worker_specs,
+                                     step_timeout=self.step_timeout,
+                                     stack_readers=[reader for reader, _ in self._stack_pipes])
         self.monitor.gather("ready", range(len(self.processes)))
         unlink_semaphore_names(self.control.semaphores())  # Every worker has them open now.
 
@@ -355,6 +370,8 @@ class ParallelSamplerBase(BaseSampler):
             self.control.stop.value = 1
             self.control.command.value = int(Command.STOP)
             self.control.wake_all()
+        for w in self.monitor.hung if self.monitor is not None else ():
+            self.processes[w].terminate()  # It will not see the stop flag.
         deadline = time.monotonic() + JOIN_TIMEOUT_S
         for proc in self.processes:
             proc.join(timeout=max(0.0, deadline - time.monotonic()))
@@ -368,6 +385,10 @@ class ParallelSamplerBase(BaseSampler):
         _kill_all(descendants)
         if self.control is not None:
             self.control.close_queues()
+        for reader, writer in getattr(self, "_stack_pipes", ()):
+            reader.close()
+            writer.close()
+        self._stack_pipes = []
         # Drop the primitives: named semaphores (spawn/forkserver) are unlinked when freed.
         self.control = self.monitor = self.eval_schedule = None
 
@@ -376,6 +397,16 @@ class ParallelSamplerBase(BaseSampler):
             self.shutdown()
         except Exception:  # noqa: BLE001 - never raise from a finalizer
             pass
+
+
+def _check_step_timeout(step_timeout):
+    if step_timeout is None:
+        return None
+    ok = isinstance(step_timeout, (int, float)) and not isinstance(step_timeout, bool)
+    if not ok or not step_timeout > 0 or step_timeout != step_timeout:
+        raise ValueError(f"step_timeout={step_timeout!r} is invalid: expected a positive "
+                         "number of seconds, or None to wait forever")
+    return float(step_timeout)
 
 
 def _worker_seed(seed: int, index: int) -> int:

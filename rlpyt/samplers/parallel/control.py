@@ -9,18 +9,25 @@ Protocol (all primitives come from the sampler's start-method context):
 * ``results``: one message per worker per command (its completed trajectories),
   which also tells the master that the worker finished.
 * ``errors``: a worker that raises sends its formatted traceback here, then exits.
+* ``busy_since[w]``: the ``time.monotonic()`` at which worker ``w``'s current env call
+  (building the envs, ``reset`` or ``step``) began, 0 between calls.
 
 Nothing waits forever: every blocking wait has a short timeout after which the
-master checks the error queue and whether each worker is still alive (and a
-worker checks whether it was told to stop or lost its parent).  A worker fault
-therefore reaches the master as a ``WorkerError`` within about a second.
+master checks the error queue, whether each worker is still alive, and whether an
+env call has run longer than ``step_timeout`` (a hung env: the master then asks the
+worker for its Python stack, see ``rlpyt.samplers.parallel.worker``); a worker checks
+whether it was told to stop or lost its master.  A worker fault therefore reaches the
+master as a ``WorkerError`` within about a second, a hung env within
+``step_timeout`` plus about a second.
 """
 
 from __future__ import annotations
 
 import os
 import queue
+import select
 import signal
+import time
 from dataclasses import dataclass, field
 from enum import IntEnum
 
@@ -37,6 +44,7 @@ __all__ = [
 
 POLL_S = 0.5  # How often blocked waits look for faults.
 ERROR_GRACE_S = 2.0  # How long to wait for a dead worker's traceback message.
+STACK_GRACE_S = 1.0  # How long to wait for a hung worker's stack dump.
 
 
 class Command(IntEnum):
@@ -97,6 +105,7 @@ class SamplerControl:
         self.go = [ctx.Semaphore(0) for _ in range(n_workers)]
         self.act = [ctx.Semaphore(0) for _ in range(n_workers)]
         self.ready = [ctx.Semaphore(0) for _ in range(n_workers)]
+        self.busy_since = ctx.RawArray("d", n_workers)
         self.results = ctx.Queue()
         self.errors = ctx.Queue()
 
@@ -113,8 +122,8 @@ class SamplerControl:
             for sem in sems:
                 sem.release()
 
-    def worker_sync(self, rank: int, parent_pid: int) -> WorkerSync:
-        return WorkerSync(self, rank, parent_pid)
+    def worker_sync(self, rank: int, master_alive) -> WorkerSync:
+        return WorkerSync(self, rank, master_alive)
 
     def semaphores(self) -> list:
         """Every semaphore-backed primitive the workers share (queues hold three each)."""
@@ -133,10 +142,10 @@ class SamplerControl:
 class WorkerSync:
     """A worker's side of the control: waits that give up when stopped or orphaned."""
 
-    def __init__(self, control: SamplerControl, rank: int, parent_pid: int):
+    def __init__(self, control: SamplerControl, rank: int, master_alive):
         self.control = control
         self.rank = rank
-        self.parent_pid = parent_pid
+        self.master_alive = master_alive  # () -> bool
         self._go = control.go[rank]
         self._act = control.act[rank]
         self._ready = control.ready[rank]
@@ -148,7 +157,7 @@ class WorkerSync:
             raise WorkerStopped
 
     def _check_alive(self) -> None:
-        if self.control.stop.value or os.getppid() != self.parent_pid:
+        if self.control.stop.value or not self.master_alive():
             raise WorkerStopped
 
     def wait_command(self) -> tuple[Command, int]:
@@ -175,21 +184,74 @@ class WorkerSync:
 
 
 class WorkerMonitor:
-    """The master's view of its workers: waits that raise ``WorkerError`` on a fault."""
+    """The master's view of its workers: waits that raise ``WorkerError`` on a fault.
 
-    def __init__(self, control: SamplerControl, processes: list, specs: list[WorkerSpec]):
+    Args:
+        control: the sampler's ``SamplerControl``.
+        processes: the worker processes, by rank.
+        specs: their ``WorkerSpec``s.
+        step_timeout: seconds one env call may run before the worker counts as hung
+            (None: never).
+        stack_readers: per worker, the read end of the pipe its stack dump arrives on
+            (None: no stacks).
+    """
+
+    def __init__(self, control: SamplerControl, processes: list, specs: list[WorkerSpec],
+                 step_timeout=None, stack_readers=None):
         self.control = control
         self.processes = processes
         self.specs = specs
+        self.step_timeout = step_timeout
+        self.stack_readers = stack_readers
+        self.hung = set()  # Ranks of workers found stuck in an env call.
 
     def check(self) -> None:
-        """Raise ``WorkerError`` if any worker reported an error or is no longer running."""
+        """Raise ``WorkerError`` if any worker reported an error, is no longer running, or
+        is stuck in an env call for longer than ``step_timeout``."""
         self._raise_reported(block=False)
         for proc, spec in zip(self.processes, self.specs):
             if not proc.is_alive():
                 if proc.exitcode is None or proc.exitcode >= 0:
                     self._raise_reported(block=True)  # Its traceback may be in flight.
                 raise WorkerError(f"{spec.describe()} died: {_describe_exit(proc.exitcode)}")
+        if self.step_timeout is not None:
+            now = time.monotonic()
+            for w, since in enumerate(self.control.busy_since):
+                if since > 0 and now - since > self.step_timeout:
+                    self._raise_hung(w, now - since)
+
+    def _raise_hung(self, w: int, elapsed: float) -> None:
+        spec = self.specs[w]
+        self.hung.add(w)
+        raise WorkerError(
+            f"{spec.describe()} hung: an env call (step, reset or building the envs) has "
+            f"not returned after {elapsed:.1f} s (step_timeout={self.step_timeout} s; "
+            f"raise it for slow envs, None disables it).\n"
+            f"Python stack of the worker:\n{self._worker_stack(w)}")
+
+    def _worker_stack(self, w: int) -> str:
+        """Ask worker ``w`` for its Python stack (``faulthandler`` on SIGUSR1) and read it."""
+        if self.stack_readers is None or not hasattr(signal, "SIGUSR1"):
+            return "(not available on this platform)"
+        fd = self.stack_readers[w].fileno()
+        try:
+            os.kill(self.processes[w].pid, signal.SIGUSR1)
+        except (ProcessLookupError, TypeError):
+            return "(the worker is gone)"
+        chunks, deadline = [], time.monotonic() + STACK_GRACE_S
+        while time.monotonic() < deadline:
+            # Once text arrives, a short quiet spell means the dump is complete.
+            wait = 0.2 if chunks else deadline - time.monotonic()
+            if not select.select([fd], [], [], max(0.0, wait))[0]:
+                if chunks:
+                    break
+                continue
+            data = os.read(fd, 65536)
+            if not data:
+                break
+            chunks.append(data)
+        text = b"".join(chunks).decode(errors="replace").rstrip()
+        return text or "(no stack arrived)"
 
     def _raise_reported(self, block: bool) -> None:
         try:
