@@ -22,6 +22,7 @@ import atexit
 import functools
 import multiprocessing as mp
 import multiprocessing.util  # noqa: F401  (its exit hook must be registered before ours)
+import os
 import sys
 import time
 import warnings
@@ -40,7 +41,7 @@ from rlpyt.samplers.parallel.control import (
 from rlpyt.samplers.parallel.eval import EvalSchedule, hard_step_limit, merge_completed
 from rlpyt.samplers.parallel.vec_stepping import make_example_env
 from rlpyt.samplers.parallel.worker import sampling_process
-from rlpyt.utils.process import available_cpus
+from rlpyt.utils.process import ParentGuard, available_cpus
 from rlpyt.utils.seed import env_seeds, make_seed
 
 __all__ = ["ParallelSamplerBase", "split_evenly"]
@@ -230,7 +231,8 @@ class ParallelSamplerBase(BaseSampler):
         # One pipe per worker for its Python stack, should an env hang.
         self._stack_pipes = [ctx.Pipe(duplex=False) for _ in self.worker_specs]
         for spec, (_, writer) in zip(self.worker_specs, self._stack_pipes):
-            proc = ctx.Process(target=sampling_process, args=(common, spec, writer),
+            proc = ctx.Process(target=sampling_process,
+                               args=(ParentGuard(os.getpid()), common, spec, writer),
                                name=f"rlpyt-{type(self).__name__}-worker-{spec.rank}")
             proc.start()
             self.processes.append(proc)

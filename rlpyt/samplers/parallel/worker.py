@@ -7,8 +7,13 @@ master dies (``SIGKILL`` included):
   when its parent dies (Linux ``PR_SET_PDEATHSIG``, ``die_with_parent``).
 * ``forkserver``: the parent is the fork server, which exits once the master is gone
   *and* no process holds the write end of its "alive" pipe.  Every child of the fork
-  server inherits that end, so a worker closes it first thing; the fork server then
-  exits with the master, and the kernel kills the worker with the fork server.
+  server inherits that end, so a worker closes it first thing
+  (``release_fork_server``); the fork server then exits with the master, and the
+  kernel kills the worker with the fork server.
+* ``spawn``/``forkserver`` start-up: a worker unpickles its arguments (importing torch
+  and the env: seconds on a busy machine) before its code runs, so the first argument
+  is a ``ParentGuard`` whose unpickling does the above, and exits if the master is
+  already gone, before anything heavy is imported.
 * Everywhere (macOS too, and a master killed before the worker got this far): a
   watcher thread blocks on multiprocessing's parent sentinel (a pipe the master holds
   open) and, when the master is gone, ends the worker: ``SIGTERM`` to itself (unwind,
@@ -41,10 +46,11 @@ def _exit_on_sigterm(signum, frame):
     raise SystemExit(0)  # Unwind: close envs, stop anything the envs started.
 
 
-def sampling_process(common: dict, spec: WorkerSpec, stack_writer=None) -> None:
+def sampling_process(guard, common: dict, spec: WorkerSpec, stack_writer=None) -> None:
     """Entry point of one worker (``multiprocessing.Process`` target).
 
-    ``stack_writer`` (a ``multiprocessing`` connection) receives the worker's Python
+    ``guard`` is a ``rlpyt.utils.process.ParentGuard`` (it did its work while being
+    unpickled, under ``spawn``/``forkserver``).  ``stack_writer`` (a ``multiprocessing`` connection) receives the worker's Python
     stack when the master sends ``SIGUSR1`` (it does so for a hung env).
     """
     # The master handles Ctrl-C and stops workers itself; SIGTERM unwinds cleanly.
@@ -53,10 +59,10 @@ def sampling_process(common: dict, spec: WorkerSpec, stack_writer=None) -> None:
     faulthandler.enable()  # A crash in native env code still prints a traceback.
     if stack_writer is not None and hasattr(signal, "SIGUSR1"):
         faulthandler.register(signal.SIGUSR1, file=stack_writer.fileno(), all_threads=True)
-    from rlpyt.utils.process import apply_affinity, die_with_parent
+    from rlpyt.utils.process import apply_affinity, die_with_parent, release_fork_server
 
     die_with_parent()
-    _release_fork_server()
+    release_fork_server()
     master_alive = _watch_master()
     sync = common["control"].worker_sync(spec.rank, master_alive)
     worker = None
@@ -192,24 +198,6 @@ class _TimedEnv:
         if name == "_env":  # Not set yet (e.g. while copying): no recursion.
             raise AttributeError(name)
         return getattr(self._env, name)
-
-
-def _release_fork_server() -> None:
-    """Close the inherited write end of the fork server's "alive" pipe (see the module
-    docstring): the fork server must be able to notice that the master died.  Under
-    ``fork`` this is the master's own fork server, if it has one."""
-    from multiprocessing import forkserver
-
-    server = forkserver._forkserver
-    fd = getattr(server, "_forkserver_alive_fd", None)
-    if fd is not None:
-        try:
-            os.close(fd)
-        except OSError:
-            pass
-        # Forget the master's fork server: this process would start its own if needed.
-        server._forkserver_alive_fd = server._forkserver_pid = None
-        server._forkserver_address = None
 
 
 def _watch_master():
