@@ -95,7 +95,7 @@ def collect(SamplerCls, AgentCls, CollectorCls, recurrent, n_itr=N_ITR, env_kwar
             agent.sample_mode(itr)
             samples, traj_infos = sampler.obtain_samples(itr)
             batches.append(torch.utils._pytree.tree_map(torch.clone, samples))
-            trajs.append(sorted((i.Length, i.Return) for i in traj_infos))
+            trajs.append([(i.Length, i.Return) for i in traj_infos])  # In order.
             agent.train_mode(itr)
             perturb(agent, itr)
             time.sleep(pause_s)  # A long optimization step: workers must keep waiting.

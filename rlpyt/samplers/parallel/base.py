@@ -297,7 +297,9 @@ class ParallelSamplerBase(BaseSampler):
         except BaseException:
             self.shutdown()
             raise
-        return self.samples_pyt, [info for infos in completed for info in infos]
+        # The serial sampler's order (time step, then env rank); the sort is stable.
+        keyed = sorted((k for infos in completed for k in infos), key=lambda k: k[0])
+        return self.samples_pyt, [info for _, info in keyed]
 
     def evaluate_agent(self, itr):
         """Run one evaluation in the workers; returns the completed traj infos."""

@@ -145,12 +145,19 @@ class _Worker:
                 self.agent_inputs, self.traj_infos, completed = self.collector.collect_batch(
                     self.agent_inputs, self.traj_infos, itr)
                 self.collector.reset_if_needed(self.agent_inputs)
-                sync.send_result("sample", completed)
+                sync.send_result("sample", self._keyed(completed))
             elif command == Command.EVAL:
                 self.eval_collector.collect_evaluation(itr)
                 sync.send_result("eval", self.eval_collector.completed_keyed)
             else:
                 return
+
+    def _keyed(self, completed) -> list:
+        """``((t, global env rank), traj info)`` pairs, for the master's merge."""
+        keys = getattr(self.collector, "completed_keys", ())
+        if len(keys) != len(completed):  # A collector that does not record keys.
+            keys = [(0, self.spec.env_ranks[0])] * len(completed)
+        return list(zip(keys, completed))
 
     def close(self) -> None:
         for env in [*self.envs, *self.eval_envs]:

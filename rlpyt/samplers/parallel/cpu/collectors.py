@@ -174,7 +174,7 @@ class CpuVecResetCollector(BaseCollector):
 
     def collect_batch(self, agent_inputs, traj_infos, itr):
         agent_buf, env_buf = self.samples_np.agent, self.samples_np.env
-        completed = []
+        completed, self.completed_keys = [], []
         observation, action, reward = agent_inputs
         inputs_pyt = torchify_buffer(agent_inputs)
         final = self.final_observation if self.bootstrap else None
@@ -193,6 +193,7 @@ class CpuVecResetCollector(BaseCollector):
             done = self.vec.step(t, action, observation, reward, env_buf, agent_buf.agent_info,
                                  traj_infos, completed, self.TrajInfoCls, final,
                                  self.timeout if self.bootstrap else None)
+            self.completed_keys += [(t, self.env_ranks[b]) for b in self.vec.completed_envs]
             if self.bootstrap and self.timeout.any():
                 self._write_timeout_values(t)
             for b in np.flatnonzero(done):

@@ -102,7 +102,7 @@ class GpuResetCollector(DecorrelatingStartCollector):
     # ---- one batch -------------------------------------------------------------------
     def collect_batch(self, agent_inputs, traj_infos, itr):
         env_buf, step, sync = self.samples_np.env, self.step_buffer_np, self.sync
-        completed = []
+        completed, self.completed_keys = [], []
         for t in range(self.batch_T):
             env_buf.observation[t] = step.observation
             env_buf.prev_reward[t] = step.reward
@@ -133,6 +133,7 @@ class GpuResetCollector(DecorrelatingStartCollector):
             traj_infos[b].step(step.observation[b], action, r, d, info_b, env_info)
             if env_info.traj_done if self.has_traj_done else d:
                 completed.append(traj_infos[b].terminate(o))
+                self.completed_keys.append((t, self.env_ranks[b]))
                 traj_infos[b] = self.TrajInfoCls()
             env_buf.reward[t, b] = r
             env_buf.done[t, b] = d
@@ -159,6 +160,7 @@ class GpuResetCollector(DecorrelatingStartCollector):
             self.samples_np.agent.agent_info, traj_infos, completed, self.TrajInfoCls,
             step.final_observation if self.bootstrap else None, step.timeout,
         )
+        self.completed_keys += [(t, self.env_ranks[b]) for b in self.vec.completed_envs]
         if done.any():
             step.action[done] = self.null_action
             step.reset[done] = True
