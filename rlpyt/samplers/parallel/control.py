@@ -4,6 +4,11 @@ Protocol (all primitives come from the sampler's start-method context):
 
 * ``command``/``itr``: what the workers do next (sample a batch, evaluate, stop),
   announced by releasing each worker's ``go`` semaphore.
+* ``param_version``: how many times the master published model parameters to the
+  workers' shared-memory model (CPU sampler).  The master publishes only while every
+  worker is parked between commands (it has collected every worker's result of the
+  previous command), so a command never runs on a mix of old and new weights; a
+  worker checks that the version did not change while it ran a command.
 * ``ready[w]``/``act[w]``: the per-step handshake of samplers whose master selects
   actions (worker ``w`` has written observations / the master has written actions).
 * ``results``: one message per worker per command (its completed trajectories),
@@ -100,6 +105,7 @@ class SamplerControl:
     def __init__(self, ctx, n_workers: int):
         self.command = ctx.RawValue("i", 0)
         self.itr = ctx.RawValue("q", 0)
+        self.param_version = ctx.RawValue("q", 0)
         self.stop = ctx.RawValue("b", 0)  # Every worker exits at its next wait.
         self.eval_stop = ctx.RawValue("b", 0)  # Master-driven evaluation is over.
         self.go = [ctx.Semaphore(0) for _ in range(n_workers)]
@@ -146,6 +152,7 @@ class WorkerSync:
         self.control = control
         self.rank = rank
         self.master_alive = master_alive  # () -> bool
+        self._param_version = 0
         self._go = control.go[rank]
         self._act = control.act[rank]
         self._ready = control.ready[rank]
@@ -162,7 +169,18 @@ class WorkerSync:
 
     def wait_command(self) -> tuple[Command, int]:
         self._wait(self._go)
+        self._param_version = self.control.param_version.value
         return Command(self.control.command.value), int(self.control.itr.value)
+
+    def check_param_version(self) -> None:
+        """Raise if the master republished parameters while this command ran (the
+        command would have acted with two sets of weights)."""
+        now = self.control.param_version.value
+        if now != self._param_version:
+            raise RuntimeError(
+                f"sampler protocol error: model parameters were republished (version "
+                f"{self._param_version} -> {now}) while worker {self.rank} was running a "
+                "command; parameters may change only between commands")
 
     def wait_actions(self) -> None:
         """Block until the master has written this step's actions."""

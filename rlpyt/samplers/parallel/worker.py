@@ -145,9 +145,11 @@ class _Worker:
                 self.agent_inputs, self.traj_infos, completed = self.collector.collect_batch(
                     self.agent_inputs, self.traj_infos, itr)
                 self.collector.reset_if_needed(self.agent_inputs)
+                sync.check_param_version()
                 sync.send_result("sample", self._keyed(completed))
             elif command == Command.EVAL:
                 self.eval_collector.collect_evaluation(itr)
+                sync.check_param_version()
                 sync.send_result("eval", self.eval_collector.completed_keyed)
             else:
                 return
