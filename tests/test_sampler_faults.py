@@ -239,6 +239,28 @@ def test_hung_env_is_reported_with_its_stack(SamplerCls, leak_check):
     assert all(not p.is_alive() for p in sampler.processes)
 
 
+class SlowEnv(FaultyEnv):
+    """Every step takes 0.15 s."""
+
+    def step(self, action):
+        time.sleep(0.15)
+        return super().step(action)
+
+
+def test_step_timeout_is_per_env_call_not_per_batch_or_pause(leak_check):
+    """Batches longer than the timeout and master pauses longer than it are fine: only
+    one env call that does not return in time counts."""
+    sampler = CpuSampler(EnvCls=SlowEnv, env_kwargs={}, batch_T=4, batch_B=B,
+                         max_decorrelation_steps=0, step_timeout=1.0)
+    sampler.initialize(CategoricalPgAgent(), affinity=dict(n_workers=2), seed=SEED)
+    try:
+        for itr in range(2):
+            sampler.obtain_samples(itr)  # 1.2 s per worker and batch.
+            time.sleep(1.5)  # A long optimization step.
+    finally:
+        sampler.shutdown()
+
+
 def test_hung_env_while_starting(leak_check):
     sampler = CpuSampler(EnvCls=HangingEnv,
                          env_kwargs=dict(fail_seed=SEEDS[0], fail_step="reset"),

@@ -14,8 +14,9 @@ Protocol (all primitives come from the sampler's start-method context):
 * ``results``: one message per worker per command (its completed trajectories),
   which also tells the master that the worker finished.
 * ``errors``: a worker that raises sends its formatted traceback here, then exits.
-* ``busy_since[w]``: the ``time.monotonic()`` at which worker ``w``'s current env call
-  (building the envs, ``reset`` or ``step``) began, 0 between calls.
+* ``busy_since[w]``: the ``time.monotonic()`` at which worker ``w``'s latest env call
+  (building the envs, ``reset`` or ``step``) began, 0 while the worker waits for the
+  master.
 
 Nothing waits forever: every blocking wait has a short timeout after which the
 master checks the error queue, whether each worker is still alive, and whether an
@@ -158,6 +159,7 @@ class WorkerSync:
         self._ready = control.ready[rank]
 
     def _wait(self, sem) -> None:
+        self.control.busy_since[self.rank] = 0.0  # Waiting for the master: not stuck.
         while not sem.acquire(timeout=POLL_S):
             self._check_alive()
         if self.control.stop.value:

@@ -183,25 +183,24 @@ class _Busy:
 
 
 class _TimedEnv:
-    """An env whose ``step`` and ``reset`` mark the worker busy while they run, so the
-    master can tell a hung env from a slow batch; everything else is the env's own."""
+    """An env whose ``step`` and ``reset`` record when they start, so the master can tell
+    a hung env from a slow batch; everything else is the env's own.
+
+    Only the start is written (one store per call): the mark is cleared when the
+    worker next waits for the master (``WorkerSync``), so the clock measures the
+    latest env call plus whatever the worker did after it without waiting.
+    """
 
     def __init__(self, env, busy_since, rank: int):
         self._env, self._busy_since, self._rank = env, busy_since, rank
 
     def step(self, action):
         self._busy_since[self._rank] = time.monotonic()
-        try:
-            return self._env.step(action)
-        finally:
-            self._busy_since[self._rank] = 0.0
+        return self._env.step(action)
 
     def reset(self):
         self._busy_since[self._rank] = time.monotonic()
-        try:
-            return self._env.reset()
-        finally:
-            self._busy_since[self._rank] = 0.0
+        return self._env.reset()
 
     def __getattr__(self, name):
         if name == "_env":  # Not set yet (e.g. while copying): no recursion.
