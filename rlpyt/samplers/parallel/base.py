@@ -103,7 +103,17 @@ class ParallelSamplerBase(BaseSampler):
         cuda_idx: GPU of the master's agent (the runner moves it). Default None.
 
     Env ``i`` (global rank) gets ``env_seeds(seed, N)[i]`` exactly as in
-    ``SerialSampler``, so the same seed gives the same envs on any sampler.
+    ``SerialSampler``, so the same seed gives the same envs on any sampler.  Nothing
+    depends on timing: results are merged in a fixed order (trajectories by time step
+    and env rank), evaluation runs in lockstep with the master deciding which
+    trajectories start (``rlpyt.samplers.parallel.eval``), and workers' RNGs are seeded
+    from the run seed and their index.
+
+    Shutdown: ``shutdown()`` (also on any error, Ctrl-C, ``__del__`` and interpreter
+    exit) stops every worker and anything it started.  If the main process itself is
+    killed, under any start method, the workers, the fork server and the resource
+    tracker end within seconds and nothing is left in /dev/shm (see
+    ``rlpyt.samplers.parallel.worker``).
     """
 
     agent_in_workers = True  # CpuSampler: each worker holds the agent.
