@@ -261,6 +261,25 @@ def test_step_timeout_is_per_env_call_not_per_batch_or_pause(leak_check):
         sampler.shutdown()
 
 
+@pytest.mark.parametrize("SamplerCls", [CpuSampler, GpuSampler])
+def test_hung_env_while_evaluating(SamplerCls, leak_check):
+    # The second eval env (eval rank 1, in worker 1) never returns from its second step.
+    sampler = SamplerCls(EnvCls=HangingEnv, env_kwargs=dict(fail_seed=SEEDS[B + 2], fail_step=2),
+                         batch_T=4, batch_B=B, max_decorrelation_steps=0, eval_n_envs=2,
+                         eval_max_trajectories=4, step_timeout=1)
+    agent = CategoricalPgAgent()
+    sampler.initialize(agent, affinity=dict(n_workers=2), seed=SEED)
+    sampler.obtain_samples(0)
+    start = time.monotonic()
+    with pytest.raises(WorkerError) as excinfo:
+        agent.eval_mode(0)
+        sampler.evaluate_agent(0)
+    assert time.monotonic() - start < 1 + DEADLINE_S
+    assert_worker_error(excinfo, 1, [2, 3], "step_timeout=1.0 s")
+    assert "eval env ranks [1]" in str(excinfo.value)
+    assert "in hang_forever" in str(excinfo.value)
+
+
 def test_hung_env_while_starting(leak_check):
     sampler = CpuSampler(EnvCls=HangingEnv,
                          env_kwargs=dict(fail_seed=SEEDS[0], fail_step="reset"),
