@@ -334,8 +334,10 @@ class ParallelSamplerBase(BaseSampler):
 
     def _serve_evaluation(self, itr) -> list:
         """The master's side of one lockstep evaluation (``rlpyt.samplers.parallel.eval``):
-        per round, release the eval workers to step, apply the schedule's decisions,
-        release them to start the next trajectories.  Returns each worker's result."""
+        per round, release the eval workers to step, then apply the schedule's decisions.
+        Workers that select their own actions start the next trajectories when released
+        for the next round; otherwise the master releases them once more to do so (it
+        needs the reset observations to select actions).  Returns each worker's result."""
         schedule, control, monitor = self.eval_schedule, self.control, self.monitor
         workers = self.eval_workers
         schedule.reset()
@@ -351,6 +353,8 @@ class ParallelSamplerBase(BaseSampler):
             monitor.release_act(workers)
             monitor.await_ready(workers)  # Every active env stepped once.
             schedule.decide()
+            if self.agent_in_workers:
+                continue  # Workers start the next trajectories when next released.
             monitor.release_act(workers)
             monitor.await_ready(workers)  # The next trajectories started.
         control.eval_stop.value = 1

@@ -204,12 +204,15 @@ class EvalEnvGroup:
 
 
 def run_worker_evaluation(group: EvalEnvGroup, sync, select_actions=None) -> None:
-    """A worker's side of one lockstep evaluation (the master runs ``serve_rounds``).
+    """A worker's side of one lockstep evaluation (the master's side is
+    ``ParallelSamplerBase._serve_evaluation``).  ``eval_stopped`` ends it.
 
-    Per round: wait for the master's go (``eval_stopped`` ends the evaluation), let
-    ``select_actions`` write this worker's actions and return their agent info (CPU
-    workers; the master has written them otherwise), step the active envs, signal; wait for the master's
-    decisions, start the next trajectories, signal.
+    With ``select_actions`` (CPU workers: it writes this worker's actions and returns
+    their agent info), one handshake per round: wait for the master's go, start the
+    trajectories the master's latest decisions allow (``finish``), select actions,
+    step, signal.  Without (the master selects actions), two: wait, step, signal; wait
+    for the decisions, ``finish``, signal (the master then needs the reset
+    observations to select the next actions).
     """
     group.start()
     sync.signal_ready()
@@ -217,8 +220,14 @@ def run_worker_evaluation(group: EvalEnvGroup, sync, select_actions=None) -> Non
         sync.wait_actions()
         if sync.eval_stopped:
             return
+        if select_actions is not None:
+            group.finish()
+            if group.any_active:
+                group.step(select_actions())
+            sync.signal_ready()
+            continue
         if group.any_active:
-            group.step(select_actions() if select_actions is not None else None)
+            group.step()
         sync.signal_ready()
         sync.wait_actions()
         group.finish()
