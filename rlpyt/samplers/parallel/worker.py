@@ -50,8 +50,9 @@ def sampling_process(guard, common: dict, spec: WorkerSpec, stack_writer=None) -
     """Entry point of one worker (``multiprocessing.Process`` target).
 
     ``guard`` is a ``rlpyt.utils.process.ParentGuard`` (it did its work while being
-    unpickled, under ``spawn``/``forkserver``).  ``stack_writer`` (a ``multiprocessing`` connection) receives the worker's Python
-    stack when the master sends ``SIGUSR1`` (it does so for a hung env).
+    unpickled, under ``spawn``/``forkserver``).  ``stack_writer`` (a
+    ``multiprocessing`` connection) receives the worker's Python stack when the master
+    sends ``SIGUSR1`` (it does so for a hung env).
     """
     # The master handles Ctrl-C and stops workers itself; SIGTERM unwinds cleanly.
     signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -22,7 +22,9 @@ class CpuSampler(ParallelSamplerBase):
     and ``agent.sync_shared_memory()`` (called before each batch and evaluation)
     copies them in from a training model on the GPU.  Parameters change only between
     commands, while every worker waits (see ``_publish_parameters``), so a batch is
-    always collected with one set of weights.
+    always collected with one set of weights.  Each worker calls
+    ``agent.sample_mode(itr)`` before its batch and evaluates with
+    ``agent.eval_mode(itr)``, so per-iteration schedules apply in the workers too.
 
     Determinism: with a stochastic policy, each worker samples actions from its own
     torch RNG stream (seeded from the run seed and the worker index), while the serial
@@ -31,9 +33,7 @@ class CpuSampler(ParallelSamplerBase):
     serial sampler's batches; this is inherent to choosing actions in several
     processes.  Everything else matches the serial sampler exactly: env seeds,
     decorrelation, resets, the evaluation schedule, and the batches of a deterministic
-    policy (agent outputs up to float rounding of the smaller per-worker batches).  Each worker calls
-    ``agent.sample_mode(itr)`` before its batch and evaluates with
-    ``agent.eval_mode(itr)``, so per-iteration schedules apply in the workers too.
+    policy (agent outputs up to float rounding of the smaller per-worker batches).
 
     Keywords as ``ParallelSamplerBase``; defaults ``CollectorCls=CpuResetCollector``,
     ``eval_CollectorCls=CpuEvalCollector``.  With a vectorised ``EnvCls``
