@@ -95,7 +95,7 @@ def collect(SamplerCls, AgentCls, CollectorCls, recurrent, n_itr=N_ITR, env_kwar
             agent.sample_mode(itr)
             samples, traj_infos = sampler.obtain_samples(itr)
             batches.append(torch.utils._pytree.tree_map(torch.clone, samples))
-            trajs.append(sorted((i.Length, i.Return) for i in traj_infos))
+            trajs.append([(i.Length, i.Return) for i in traj_infos])  # In order.
             agent.train_mode(itr)
             perturb(agent, itr)
             time.sleep(pause_s)  # A long optimization step: workers must keep waiting.
@@ -334,9 +334,13 @@ def test_evaluation_trajectory_cap(SamplerCls, eval_n_envs):
         sampler.shutdown()
 
 
-@pytest.mark.parametrize("SamplerCls", [CpuSampler, GpuSampler])
+@pytest.mark.parametrize("SamplerCls", [CpuSampler, GpuSampler, AlternatingSampler])
 def test_evaluation_step_cap_is_global_and_unbiased(SamplerCls):
-    """Short (3) and long (20) episodes; trajectories start only below 40 total steps."""
+    """Short (3) and long (20) episodes; trajectories start only below 40 total steps.
+
+    Eval envs step in lockstep over the workers and the master applies the serial rule,
+    so the parallel evaluation reports exactly the serial one's trajectories, in order.
+    """
     max_steps = 40
     eval_kwargs = dict(eval_n_envs=4, eval_max_steps=max_steps)
     sampler = SamplerCls(EnvCls=FixedLengthEnv, env_kwargs={}, batch_T=4, batch_B=2,
@@ -349,21 +353,16 @@ def test_evaluation_step_cap_is_global_and_unbiased(SamplerCls):
         s.initialize(agent, affinity=dict(n_workers=2) if name == "parallel" else None, seed=5)
         try:
             agent.eval_mode(0)
-            results[name] = sorted(i.Length for i in s.evaluate_agent(0))
+            results[name] = [[i.Length for i in s.evaluate_agent(itr)] for itr in range(2)]
         finally:
             s.shutdown()
-    lengths = results["parallel"]
+    lengths = sorted(results["parallel"][0])
     assert set(lengths) <= {3, 20}, "every reported trajectory is complete"
-    assert 20 in lengths, "long episodes are reported, not cut off"
+    assert 20 in lengths and 3 in lengths, "long episodes are reported, not cut off"
     # Trajectories start only while fewer than max_steps steps were taken (globally), so
     # at most one more trajectory per env can follow the last start.
     assert sum(lengths) < max_steps + 4 * 20
-    assert sorted(set(lengths)) == sorted(set(results["serial"]))
-    if SamplerCls is GpuSampler:
-        # Envs step in lockstep as in the serial sampler; only ties within a step resolve
-        # differently.  (CpuSampler workers run at their own pace, so a worker that gets
-        # ahead may start more short trajectories: still unbiased, not the same count.)
-        assert abs(len(lengths) - len(results["serial"])) <= 2
+    assert results["parallel"] == results["serial"]
 
 
 # ---- affinity and threads ----------------------------------------------------------------

@@ -27,7 +27,10 @@ from rlpyt.agents.pg.categorical import CategoricalPgAgent
 from rlpyt.envs.base import Env, EnvStep
 from rlpyt.samplers.parallel.control import WorkerError
 from rlpyt.samplers.parallel.cpu.sampler import CpuSampler
-from rlpyt.samplers.parallel.gpu.alternating_sampler import AlternatingSampler
+from rlpyt.samplers.parallel.gpu.alternating_sampler import (
+    AlternatingSampler,
+    NoOverlapAlternatingSampler,
+)
 from rlpyt.samplers.parallel.gpu.sampler import GpuSampler
 from rlpyt.spaces.float_box import FloatBox
 from rlpyt.spaces.int_box import IntBox
@@ -67,6 +70,26 @@ class FaultyEnv(Env):
         if self.faulty and self.n == self.fail_step:
             raise RuntimeError("injected fault in step")
         return EnvStep(np.zeros(2, dtype=np.float32), 1.0, self.t >= 5, Info(False))
+
+
+class HangingEnv(FaultyEnv):
+    """``FaultyEnv`` whose faulty env never returns from ``step`` number ``fail_step``
+    (from its first ``reset`` when ``fail_step == "reset"``)."""
+
+    def reset(self):
+        if self.faulty and self.fail_step == "reset":
+            hang_forever()
+        return super().reset()
+
+    def step(self, action):
+        if self.faulty and self.n + 1 == self.fail_step:
+            hang_forever()
+        return super().step(action)
+
+
+def hang_forever():
+    while True:
+        time.sleep(3600)
 
 
 def shm_entries() -> set:
@@ -196,6 +219,81 @@ def test_worker_killed_by_signal(SamplerCls, leak_check):
         timer.cancel()
     assert time.monotonic() - killed_at[0] < DEADLINE_S
     assert_worker_error(excinfo, 1, [2, 3], "killed by signal SIGKILL")
+
+
+@pytest.mark.parametrize("SamplerCls", [*SAMPLERS, NoOverlapAlternatingSampler])
+def test_hung_env_is_reported_with_its_stack(SamplerCls, leak_check):
+    """An env that never returns from ``step``: WorkerError within step_timeout + 10 s,
+    naming the worker, its envs, the timeout and where the worker hangs."""
+    timeout = 1.0
+    sampler = SamplerCls(EnvCls=HangingEnv, env_kwargs=dict(fail_seed=SEEDS[3], fail_step=3),
+                         batch_T=4, batch_B=B, max_decorrelation_steps=0, step_timeout=timeout)
+    sampler.initialize(CategoricalPgAgent(), affinity=dict(n_workers=2), seed=SEED)
+    start = time.monotonic()
+    with pytest.raises(WorkerError) as excinfo:
+        sampler.obtain_samples(0)
+    assert time.monotonic() - start < timeout + DEADLINE_S
+    assert_worker_error(excinfo, 1, [2, 3], f"step_timeout={timeout} s")
+    assert "hung" in str(excinfo.value)
+    assert "in hang_forever" in str(excinfo.value), "the worker's Python stack is shown"
+    assert all(not p.is_alive() for p in sampler.processes)
+
+
+class SlowEnv(FaultyEnv):
+    """Every step takes 0.15 s."""
+
+    def step(self, action):
+        time.sleep(0.15)
+        return super().step(action)
+
+
+def test_step_timeout_is_per_env_call_not_per_batch_or_pause(leak_check):
+    """Batches longer than the timeout and master pauses longer than it are fine: only
+    one env call that does not return in time counts."""
+    sampler = CpuSampler(EnvCls=SlowEnv, env_kwargs={}, batch_T=4, batch_B=B,
+                         max_decorrelation_steps=0, step_timeout=1.0)
+    sampler.initialize(CategoricalPgAgent(), affinity=dict(n_workers=2), seed=SEED)
+    try:
+        for itr in range(2):
+            sampler.obtain_samples(itr)  # 1.2 s per worker and batch.
+            time.sleep(1.5)  # A long optimization step.
+    finally:
+        sampler.shutdown()
+
+
+@pytest.mark.parametrize("SamplerCls", [CpuSampler, GpuSampler])
+def test_hung_env_while_evaluating(SamplerCls, leak_check):
+    # The second eval env (eval rank 1, in worker 1) never returns from its second step.
+    sampler = SamplerCls(EnvCls=HangingEnv, env_kwargs=dict(fail_seed=SEEDS[B + 2], fail_step=2),
+                         batch_T=4, batch_B=B, max_decorrelation_steps=0, eval_n_envs=2,
+                         eval_max_trajectories=4, step_timeout=1)
+    agent = CategoricalPgAgent()
+    sampler.initialize(agent, affinity=dict(n_workers=2), seed=SEED)
+    sampler.obtain_samples(0)
+    start = time.monotonic()
+    with pytest.raises(WorkerError) as excinfo:
+        agent.eval_mode(0)
+        sampler.evaluate_agent(0)
+    assert time.monotonic() - start < 1 + DEADLINE_S
+    assert_worker_error(excinfo, 1, [2, 3], "step_timeout=1.0 s")
+    assert "eval env ranks [1]" in str(excinfo.value)
+    assert "in hang_forever" in str(excinfo.value)
+
+
+def test_hung_env_while_starting(leak_check):
+    sampler = CpuSampler(EnvCls=HangingEnv,
+                         env_kwargs=dict(fail_seed=SEEDS[0], fail_step="reset"),
+                         batch_T=4, batch_B=B, step_timeout=1)
+    start = time.monotonic()
+    with pytest.raises(WorkerError, match=r"sampler worker 0 \(env ranks \[0, 1\]\) hung"):
+        sampler.initialize(CategoricalPgAgent(), affinity=dict(n_workers=2), seed=SEED)
+    assert time.monotonic() - start < 1 + DEADLINE_S
+
+
+@pytest.mark.parametrize("bad", [0, -1, "60", float("nan"), True])
+def test_bad_step_timeout_is_named(bad):
+    with pytest.raises(ValueError, match="step_timeout="):
+        CpuSampler(EnvCls=FaultyEnv, env_kwargs={}, batch_T=4, batch_B=B, step_timeout=bad)
 
 
 def test_shutdown_is_idempotent(leak_check):

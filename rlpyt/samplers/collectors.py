@@ -77,6 +77,10 @@ class BaseCollector:
         # The base TrajInfo.step reads only reward, done and env_info, so collectors
         # need not build each env's agent_info view for it.
         self.traj_uses_agent_info = reads_agent_info(TrajInfoCls())
+        # (t, global env rank) of each trajectory completed in the latest batch, in the
+        # order of ``completed``: parallel samplers merge their workers' trajectories
+        # into the serial sampler's order with it.
+        self.completed_keys = []
 
     def start_agent(self):
         if self.agent is not None:
@@ -171,6 +175,7 @@ class CpuCollectorMixin:
             traj_infos[b].step(observation[b], action[b], r, d, info_b, env_info)
             if env_info.traj_done if has_traj_done else d:
                 completed.append(traj_infos[b].terminate(o))
+                self.completed_keys.append((t, self.env_ranks[b]))
                 traj_infos[b] = TrajInfoCls()
             if d:
                 done_envs.append(b)
@@ -202,7 +207,7 @@ class CpuCollectorMixin:
 
     def collect_batch(self, agent_inputs, traj_infos, itr):
         agent_buf, env_buf = self.samples_np.agent, self.samples_np.env
-        completed = []
+        completed, self.completed_keys = [], []
         observation, action, reward = agent_inputs
         obs_pyt, act_pyt, rew_pyt = torchify_buffer(agent_inputs)
         agent = self.agent

@@ -13,7 +13,14 @@ import sys
 import warnings
 from collections.abc import Iterable
 
-__all__ = ["apply_affinity", "available_cpus", "die_with_parent"]
+__all__ = [
+    "ParentGuard",
+    "apply_affinity",
+    "available_cpus",
+    "die_with_parent",
+    "process_alive",
+    "release_fork_server",
+]
 
 _warned_unpinned = False
 
@@ -101,3 +108,72 @@ def die_with_parent() -> bool:
         return libc.prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and has not exited (a zombie counts as exited)."""
+    try:
+        import psutil
+
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except ImportError:  # pragma: no cover - psutil is a dependency
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    except Exception:  # noqa: BLE001 - psutil.NoSuchProcess and friends
+        return False
+
+
+def release_fork_server() -> None:
+    """Close this process's inherited write end of multiprocessing's fork-server "alive" pipe.
+
+    The fork server exits when no process holds that end any more; it gives the end
+    to every child it forks, so a child that keeps it keeps the fork server (and, through
+    its parent-death signal, itself) alive after the master died.  A child that never
+    starts processes through the fork server calls this first thing.  Idempotent.
+    """
+    from multiprocessing import forkserver
+
+    server = forkserver._forkserver
+    fd = getattr(server, "_forkserver_alive_fd", None)
+    if fd is None:
+        return
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+    # Forget the master's fork server: this process would start its own if it needed one.
+    server._forkserver_alive_fd = server._forkserver_pid = None
+    server._forkserver_address = None
+
+
+class ParentGuard:
+    """Ties a ``spawn``/``forkserver`` child to its master as early as possible.
+
+    Pass it as the first argument of the child's target.  The child unpickles it
+    before the rest of its arguments (which import torch, envs, ...: seconds on a busy
+    machine), and unpickling runs ``die_with_parent``, ``release_fork_server`` and a
+    check that the master is still alive (else the child exits at once).  Under
+    ``fork`` nothing is unpickled: the child calls those itself.
+
+    Args:
+        master_pid: pid of the process that starts the child.
+    """
+
+    def __init__(self, master_pid: int):
+        self.master_pid = int(master_pid)
+
+    def __reduce__(self):
+        return _guard_child, (self.master_pid,)
+
+
+def _guard_child(master_pid: int) -> ParentGuard:
+    die_with_parent()
+    release_fork_server()
+    if not process_alive(master_pid):
+        os._exit(0)  # The master died while this child was starting.
+    return ParentGuard(master_pid)

@@ -22,6 +22,7 @@ import atexit
 import functools
 import multiprocessing as mp
 import multiprocessing.util  # noqa: F401  (its exit hook must be registered before ours)
+import os
 import sys
 import time
 import warnings
@@ -37,16 +38,17 @@ from rlpyt.samplers.parallel.control import (
     WorkerSpec,
     unlink_semaphore_names,
 )
-from rlpyt.samplers.parallel.eval import EvalCounter, hard_step_limit
+from rlpyt.samplers.parallel.eval import EvalSchedule, hard_step_limit, merge_completed
 from rlpyt.samplers.parallel.vec_stepping import make_example_env
 from rlpyt.samplers.parallel.worker import sampling_process
-from rlpyt.utils.process import available_cpus
+from rlpyt.utils.process import ParentGuard, available_cpus
 from rlpyt.utils.seed import env_seeds, make_seed
 
 __all__ = ["ParallelSamplerBase", "split_evenly"]
 
 START_METHODS = ("fork", "forkserver", "spawn")
 JOIN_TIMEOUT_S = 3.0
+DEFAULT_STEP_TIMEOUT_S = 60.0
 _LIVE_SAMPLERS: weakref.WeakSet = weakref.WeakSet()
 
 
@@ -83,6 +85,12 @@ class ParallelSamplerBase(BaseSampler):
         start_method: ``"fork"`` (default on Linux), ``"forkserver"`` or ``"spawn"``
             (default elsewhere).  Under ``forkserver``/``spawn`` the env class, the
             collector classes and the agent must be importable by the workers.
+        step_timeout: seconds one env call in a worker (``step``, ``reset``, or
+            building the worker's envs) may take before the env counts as hung: the
+            sampler then stops every worker and raises ``WorkerError`` naming the
+            worker, its env ranks, the timeout and the worker's Python stack.
+            Default 60 (far above an Atari reset with no-op starts or a MuJoCo model
+            compile); ``None`` waits forever.
 
     ``initialize(agent, affinity, ...)`` reads from ``affinity`` (a dict):
         workers_cpus: one entry per worker, a CPU id or a list of ids to pin it to
@@ -95,7 +103,17 @@ class ParallelSamplerBase(BaseSampler):
         cuda_idx: GPU of the master's agent (the runner moves it). Default None.
 
     Env ``i`` (global rank) gets ``env_seeds(seed, N)[i]`` exactly as in
-    ``SerialSampler``, so the same seed gives the same envs on any sampler.
+    ``SerialSampler``, so the same seed gives the same envs on any sampler.  Nothing
+    depends on timing: results are merged in a fixed order (trajectories by time step
+    and env rank), evaluation runs in lockstep with the master deciding which
+    trajectories start (``rlpyt.samplers.parallel.eval``), and workers' RNGs are seeded
+    from the run seed and their index.
+
+    Shutdown: ``shutdown()`` (also on any error, Ctrl-C, ``__del__`` and interpreter
+    exit) stops every worker and anything it started.  If the main process itself is
+    killed, under any start method, the workers, the fork server and the resource
+    tracker end within seconds and nothing is left in /dev/shm (see
+    ``rlpyt.samplers.parallel.worker``).
     """
 
     agent_in_workers = True  # CpuSampler: each worker holds the agent.
@@ -103,7 +121,8 @@ class ParallelSamplerBase(BaseSampler):
     def __init__(self, EnvCls, env_kwargs, batch_T, batch_B, CollectorCls,
                  max_decorrelation_steps=100, TrajInfoCls=TrajInfo, eval_n_envs=0,
                  eval_CollectorCls=None, eval_env_kwargs=None, eval_max_steps=None,
-                 eval_max_trajectories=None, start_method=None):
+                 eval_max_trajectories=None, start_method=None,
+                 step_timeout=DEFAULT_STEP_TIMEOUT_S):
         super().__init__(
             EnvCls, env_kwargs, batch_T, batch_B, CollectorCls,
             max_decorrelation_steps=max_decorrelation_steps, TrajInfoCls=TrajInfoCls,
@@ -116,9 +135,10 @@ class ParallelSamplerBase(BaseSampler):
             valid = [m for m in START_METHODS if m in mp.get_all_start_methods()]
             raise ValueError(f"start_method={start_method!r} is invalid here; valid: {valid}")
         self.start_method = start_method
+        self.step_timeout = _check_step_timeout(step_timeout)
         self._check_collectors()
         self.processes, self.worker_specs = [], []
-        self.control = self.monitor = self.eval_counter = None
+        self.control = self.monitor = self.eval_schedule = None
         self._closed = False
 
     # ---- hooks for subclasses -------------------------------------------------------------
@@ -178,7 +198,7 @@ class ParallelSamplerBase(BaseSampler):
             samples_np=self.samples_np, step_buffer_np=self.step_buffer_np,
             eval_step_buffer_np=self.eval_step_buffer_np,
             agent=agent if self.agent_in_workers else None,
-            control=self.control, eval_counter=self.eval_counter,
+            control=self.control, eval_schedule=self.eval_schedule,
             worker_torch_threads=affinity.get("worker_torch_threads", 1),
             set_affinity=affinity.get("set_affinity", True),
         ))
@@ -208,27 +228,31 @@ class ParallelSamplerBase(BaseSampler):
 
     def _build_control(self, ctx, horizon) -> None:
         self.control = SamplerControl(ctx, len(self.worker_specs))
-        self.eval_counter = None
+        self.eval_schedule = None
         if self.eval_n_envs > 0:
             limit = hard_step_limit(self.eval_max_steps, self.eval_max_trajectories, horizon)
-            self.eval_counter = EvalCounter(ctx, self.eval_max_steps,
-                                            self.eval_max_trajectories, limit)
+            self.eval_schedule = EvalSchedule(self.eval_n_envs, self.eval_max_steps,
+                                              self.eval_max_trajectories, limit, ctx=ctx)
         self.eval_workers = [s.rank for s in self.worker_specs if s.eval_env_ranks]
 
     def _start_workers(self, ctx, common: dict) -> None:
         """Start one process per worker and wait until all have reset their envs."""
         _LIVE_SAMPLERS.add(self)
-        for spec in self.worker_specs:
-            proc = ctx.Process(target=sampling_process, args=(common, spec),
+        # One pipe per worker for its Python stack, should an env hang.
+        self._stack_pipes = [ctx.Pipe(duplex=False) for _ in self.worker_specs]
+        for spec, (_, writer) in zip(self.worker_specs, self._stack_pipes):
+            proc = ctx.Process(target=sampling_process,
+                               args=(ParentGuard(os.getpid()), common, spec, writer),
                                name=f"rlpyt-{type(self).__name__}-worker-{spec.rank}")
             proc.start()
             self.processes.append(proc)
-        self.monitor = WorkerMonitor(self.control, self.processes, self.worker_specs)
+        for _, writer in self._stack_pipes:
+            writer.close()  # The worker holds its own copy.
+        self.monitor = WorkerMonitor(self.control, self.processes, self.worker_specs,
+                                     step_timeout=self.step_timeout,
+                                     stack_readers=[reader for reader, _ in self._stack_pipes])
         self.monitor.gather("ready", range(len(self.processes)))
-        semaphores = self.control.semaphores()
-        if self.eval_counter is not None:
-            semaphores.append(self.eval_counter.lock)
-        unlink_semaphore_names(semaphores)  # Every worker has them open now.
+        unlink_semaphore_names(self.control.semaphores())  # Every worker has them open now.
 
     def _worker_cpus(self, affinity: dict) -> list[list[int]]:
         workers_cpus = affinity.get("workers_cpus")
@@ -283,7 +307,9 @@ class ParallelSamplerBase(BaseSampler):
         except BaseException:
             self.shutdown()
             raise
-        return self.samples_pyt, [info for infos in completed for info in infos]
+        # The serial sampler's order (time step, then env rank); the sort is stable.
+        keyed = sorted((k for infos in completed for k in infos), key=lambda k: k[0])
+        return self.samples_pyt, [info for _, info in keyed]
 
     def evaluate_agent(self, itr):
         """Run one evaluation in the workers; returns the completed traj infos."""
@@ -291,22 +317,58 @@ class ParallelSamplerBase(BaseSampler):
             raise RuntimeError("evaluate_agent called on a sampler built with eval_n_envs=0")
         self._check_running()
         try:
-            results = self._evaluate_agent(itr)
+            results = self._serve_evaluation(itr)
         except BaseException:
             self.shutdown()
             raise
-        n_dropped = sum(dropped for _, dropped in results)
-        if n_dropped:
+        schedule = self.eval_schedule
+        if schedule.n_dropped:
             warnings.warn(
-                f"evaluation stopped at the hard limit of {self.eval_counter.hard_limit} env "
-                f"steps; {n_dropped} unfinished trajectories were dropped", stacklevel=2)
-        return [info for completed, _ in results for info in completed]
+                f"evaluation stopped at the hard limit of {schedule.hard_limit} env "
+                f"steps; {schedule.n_dropped} unfinished trajectories were dropped",
+                stacklevel=2)
+        return merge_completed(results)
 
     def _obtain_samples(self, itr) -> list:
         raise NotImplementedError
 
-    def _evaluate_agent(self, itr) -> list:
-        raise NotImplementedError
+    def _serve_evaluation(self, itr) -> list:
+        """The master's side of one lockstep evaluation (``rlpyt.samplers.parallel.eval``):
+        per round, release the eval workers to step, then apply the schedule's decisions.
+        Workers that select their own actions start the next trajectories when released
+        for the next round; otherwise the master releases them once more to do so (it
+        needs the reset observations to select actions).  Returns each worker's result."""
+        schedule, control, monitor = self.eval_schedule, self.control, self.monitor
+        workers = self.eval_workers
+        schedule.reset()
+        control.eval_stop.value = 0
+        self._eval_begin(itr)
+        control.announce(Command.EVAL, itr, workers)
+        monitor.await_ready(workers)  # Envs reset, first inputs written.
+        while True:
+            self._eval_reset_states()
+            if schedule.done:
+                break
+            self._eval_select_actions()
+            monitor.release_act(workers)
+            monitor.await_ready(workers)  # Every active env stepped once.
+            schedule.decide()
+            if self.agent_in_workers:
+                continue  # Workers start the next trajectories when next released.
+            monitor.release_act(workers)
+            monitor.await_ready(workers)  # The next trajectories started.
+        control.eval_stop.value = 1
+        monitor.release_act(workers)
+        return monitor.gather("eval", workers)
+
+    def _eval_begin(self, itr) -> None:
+        """Before the workers are told to evaluate (e.g. sync the workers' parameters)."""
+
+    def _eval_reset_states(self) -> None:
+        """Clear the master agent's state of eval envs the workers reset (GPU samplers)."""
+
+    def _eval_select_actions(self) -> None:
+        """Write the eval envs' actions (GPU samplers; CPU workers choose their own)."""
 
     def _check_running(self) -> None:
         if self._closed:
@@ -326,6 +388,8 @@ class ParallelSamplerBase(BaseSampler):
             self.control.stop.value = 1
             self.control.command.value = int(Command.STOP)
             self.control.wake_all()
+        for w in self.monitor.hung if self.monitor is not None else ():
+            self.processes[w].terminate()  # It will not see the stop flag.
         deadline = time.monotonic() + JOIN_TIMEOUT_S
         for proc in self.processes:
             proc.join(timeout=max(0.0, deadline - time.monotonic()))
@@ -339,14 +403,28 @@ class ParallelSamplerBase(BaseSampler):
         _kill_all(descendants)
         if self.control is not None:
             self.control.close_queues()
+        for reader, writer in getattr(self, "_stack_pipes", ()):
+            reader.close()
+            writer.close()
+        self._stack_pipes = []
         # Drop the primitives: named semaphores (spawn/forkserver) are unlinked when freed.
-        self.control = self.monitor = self.eval_counter = None
+        self.control = self.monitor = self.eval_schedule = None
 
     def __del__(self):
         try:
             self.shutdown()
         except Exception:  # noqa: BLE001 - never raise from a finalizer
             pass
+
+
+def _check_step_timeout(step_timeout):
+    if step_timeout is None:
+        return None
+    ok = isinstance(step_timeout, (int, float)) and not isinstance(step_timeout, bool)
+    if not ok or not step_timeout > 0 or step_timeout != step_timeout:
+        raise ValueError(f"step_timeout={step_timeout!r} is invalid: expected a positive "
+                         "number of seconds, or None to wait forever")
+    return float(step_timeout)
 
 
 def _worker_seed(seed: int, index: int) -> int:

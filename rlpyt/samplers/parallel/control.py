@@ -4,23 +4,36 @@ Protocol (all primitives come from the sampler's start-method context):
 
 * ``command``/``itr``: what the workers do next (sample a batch, evaluate, stop),
   announced by releasing each worker's ``go`` semaphore.
+* ``param_version``: how many times the master published model parameters to the
+  workers' shared-memory model (CPU sampler).  The master publishes only while every
+  worker is parked between commands (it has collected every worker's result of the
+  previous command), so a command never runs on a mix of old and new weights; a
+  worker checks that the version did not change while it ran a command.
 * ``ready[w]``/``act[w]``: the per-step handshake of samplers whose master selects
   actions (worker ``w`` has written observations / the master has written actions).
 * ``results``: one message per worker per command (its completed trajectories),
   which also tells the master that the worker finished.
 * ``errors``: a worker that raises sends its formatted traceback here, then exits.
+* ``busy_since[w]``: the ``time.monotonic()`` at which worker ``w``'s latest env call
+  (building the envs, ``reset`` or ``step``) began, 0 while the worker waits for the
+  master.
 
 Nothing waits forever: every blocking wait has a short timeout after which the
-master checks the error queue and whether each worker is still alive (and a
-worker checks whether it was told to stop or lost its parent).  A worker fault
-therefore reaches the master as a ``WorkerError`` within about a second.
+master checks the error queue, whether each worker is still alive, and whether an
+env call has run longer than ``step_timeout`` (a hung env: the master then asks the
+worker for its Python stack, see ``rlpyt.samplers.parallel.worker``); a worker checks
+whether it was told to stop or lost its master.  A worker fault therefore reaches the
+master as a ``WorkerError`` within about a second, a hung env within
+``step_timeout`` plus about a second.
 """
 
 from __future__ import annotations
 
 import os
 import queue
+import select
 import signal
+import time
 from dataclasses import dataclass, field
 from enum import IntEnum
 
@@ -37,6 +50,7 @@ __all__ = [
 
 POLL_S = 0.5  # How often blocked waits look for faults.
 ERROR_GRACE_S = 2.0  # How long to wait for a dead worker's traceback message.
+STACK_GRACE_S = 1.0  # How long to wait for a hung worker's stack dump.
 
 
 class Command(IntEnum):
@@ -92,11 +106,13 @@ class SamplerControl:
     def __init__(self, ctx, n_workers: int):
         self.command = ctx.RawValue("i", 0)
         self.itr = ctx.RawValue("q", 0)
+        self.param_version = ctx.RawValue("q", 0)
         self.stop = ctx.RawValue("b", 0)  # Every worker exits at its next wait.
         self.eval_stop = ctx.RawValue("b", 0)  # Master-driven evaluation is over.
         self.go = [ctx.Semaphore(0) for _ in range(n_workers)]
         self.act = [ctx.Semaphore(0) for _ in range(n_workers)]
         self.ready = [ctx.Semaphore(0) for _ in range(n_workers)]
+        self.busy_since = ctx.RawArray("d", n_workers)
         self.results = ctx.Queue()
         self.errors = ctx.Queue()
 
@@ -113,8 +129,8 @@ class SamplerControl:
             for sem in sems:
                 sem.release()
 
-    def worker_sync(self, rank: int, parent_pid: int) -> WorkerSync:
-        return WorkerSync(self, rank, parent_pid)
+    def worker_sync(self, rank: int, master_alive) -> WorkerSync:
+        return WorkerSync(self, rank, master_alive)
 
     def semaphores(self) -> list:
         """Every semaphore-backed primitive the workers share (queues hold three each)."""
@@ -133,27 +149,40 @@ class SamplerControl:
 class WorkerSync:
     """A worker's side of the control: waits that give up when stopped or orphaned."""
 
-    def __init__(self, control: SamplerControl, rank: int, parent_pid: int):
+    def __init__(self, control: SamplerControl, rank: int, master_alive):
         self.control = control
         self.rank = rank
-        self.parent_pid = parent_pid
+        self.master_alive = master_alive  # () -> bool
+        self._param_version = 0
         self._go = control.go[rank]
         self._act = control.act[rank]
         self._ready = control.ready[rank]
 
     def _wait(self, sem) -> None:
+        self.control.busy_since[self.rank] = 0.0  # Waiting for the master: not stuck.
         while not sem.acquire(timeout=POLL_S):
             self._check_alive()
         if self.control.stop.value:
             raise WorkerStopped
 
     def _check_alive(self) -> None:
-        if self.control.stop.value or os.getppid() != self.parent_pid:
+        if self.control.stop.value or not self.master_alive():
             raise WorkerStopped
 
     def wait_command(self) -> tuple[Command, int]:
         self._wait(self._go)
+        self._param_version = self.control.param_version.value
         return Command(self.control.command.value), int(self.control.itr.value)
+
+    def check_param_version(self) -> None:
+        """Raise if the master republished parameters while this command ran (the
+        command would have acted with two sets of weights)."""
+        now = self.control.param_version.value
+        if now != self._param_version:
+            raise RuntimeError(
+                f"sampler protocol error: model parameters were republished (version "
+                f"{self._param_version} -> {now}) while worker {self.rank} was running a "
+                "command; parameters may change only between commands")
 
     def wait_actions(self) -> None:
         """Block until the master has written this step's actions."""
@@ -175,21 +204,74 @@ class WorkerSync:
 
 
 class WorkerMonitor:
-    """The master's view of its workers: waits that raise ``WorkerError`` on a fault."""
+    """The master's view of its workers: waits that raise ``WorkerError`` on a fault.
 
-    def __init__(self, control: SamplerControl, processes: list, specs: list[WorkerSpec]):
+    Args:
+        control: the sampler's ``SamplerControl``.
+        processes: the worker processes, by rank.
+        specs: their ``WorkerSpec``s.
+        step_timeout: seconds one env call may run before the worker counts as hung
+            (None: never).
+        stack_readers: per worker, the read end of the pipe its stack dump arrives on
+            (None: no stacks).
+    """
+
+    def __init__(self, control: SamplerControl, processes: list, specs: list[WorkerSpec],
+                 step_timeout=None, stack_readers=None):
         self.control = control
         self.processes = processes
         self.specs = specs
+        self.step_timeout = step_timeout
+        self.stack_readers = stack_readers
+        self.hung = set()  # Ranks of workers found stuck in an env call.
 
     def check(self) -> None:
-        """Raise ``WorkerError`` if any worker reported an error or is no longer running."""
+        """Raise ``WorkerError`` if any worker reported an error, is no longer running, or
+        is stuck in an env call for longer than ``step_timeout``."""
         self._raise_reported(block=False)
         for proc, spec in zip(self.processes, self.specs):
             if not proc.is_alive():
                 if proc.exitcode is None or proc.exitcode >= 0:
                     self._raise_reported(block=True)  # Its traceback may be in flight.
                 raise WorkerError(f"{spec.describe()} died: {_describe_exit(proc.exitcode)}")
+        if self.step_timeout is not None:
+            now = time.monotonic()
+            for w, since in enumerate(self.control.busy_since):
+                if since > 0 and now - since > self.step_timeout:
+                    self._raise_hung(w, now - since)
+
+    def _raise_hung(self, w: int, elapsed: float) -> None:
+        spec = self.specs[w]
+        self.hung.add(w)
+        raise WorkerError(
+            f"{spec.describe()} hung: an env call (step, reset or building the envs) has "
+            f"not returned after {elapsed:.1f} s (step_timeout={self.step_timeout} s; "
+            f"raise it for slow envs, None disables it).\n"
+            f"Python stack of the worker:\n{self._worker_stack(w)}")
+
+    def _worker_stack(self, w: int) -> str:
+        """Ask worker ``w`` for its Python stack (``faulthandler`` on SIGUSR1) and read it."""
+        if self.stack_readers is None or not hasattr(signal, "SIGUSR1"):
+            return "(not available on this platform)"
+        fd = self.stack_readers[w].fileno()
+        try:
+            os.kill(self.processes[w].pid, signal.SIGUSR1)
+        except (ProcessLookupError, TypeError):
+            return "(the worker is gone)"
+        chunks, deadline = [], time.monotonic() + STACK_GRACE_S
+        while time.monotonic() < deadline:
+            # Once text arrives, a short quiet spell means the dump is complete.
+            wait = 0.2 if chunks else deadline - time.monotonic()
+            if not select.select([fd], [], [], max(0.0, wait))[0]:
+                if chunks:
+                    break
+                continue
+            data = os.read(fd, 65536)
+            if not data:
+                break
+            chunks.append(data)
+        text = b"".join(chunks).decode(errors="replace").rstrip()
+        return text or "(no stack arrived)"
 
     def _raise_reported(self, block: bool) -> None:
         try:

@@ -1,11 +1,23 @@
-"""Evaluation spread over worker processes, with the serial evaluation's counting rule.
+"""Evaluation spread over worker processes, with exactly the serial evaluation's outcome.
 
-The rule (see ``rlpyt.samplers.eval``) is global across all eval envs: a finished
-trajectory's env starts another only while fewer than ``max_steps`` env steps have
-been taken *by all eval envs together* and fewer than ``max_trajectories`` have
-been started in total.  Workers share those two counts through ``EvalCounter``;
-every started trajectory runs to its end and is reported, so short episodes are
-not favoured.
+The counting rule (see ``rlpyt.samplers.eval``) is global across all eval envs: a
+finished trajectory's env starts another only while fewer than ``max_steps`` env
+steps have been taken *by all eval envs together* and fewer than
+``max_trajectories`` have been started in total.  Every started trajectory runs to
+its end and is reported, so short episodes are not favoured.
+
+Why lockstep: if each worker asked a shared counter whether it may start another
+trajectory, which envs got the last starts would depend on which worker reached the
+counter first, i.e. on the machine's load (two same-seed runs then differed).
+Instead every eval env steps once per *round*, in lockstep over all workers, and
+the master decides after each round which ended trajectories are followed by a new
+one, walking the envs in global rank order exactly as the serial loop does
+(``EvalSchedule.decide``).  The outcome is therefore the serial one, whatever the
+timing, the start method or the number of workers.
+
+One round, as seen by a worker (``EvalEnvGroup``): step every active env; where a
+trajectory ended, report it and mark the env ``ended`` (do not reset yet); signal
+the master; wait for its decisions; reset the ended envs that go on.
 """
 
 from __future__ import annotations
@@ -16,7 +28,7 @@ import numpy as np
 
 from rlpyt.envs.traj_info import reads_agent_info
 
-__all__ = ["EvalCounter", "EvalEnvGroup", "hard_step_limit"]
+__all__ = ["EvalEnvGroup", "EvalSchedule", "hard_step_limit"]
 
 
 def hard_step_limit(max_steps, max_trajectories, horizon, factor: float = 10) -> int:
@@ -26,132 +38,203 @@ def hard_step_limit(max_steps, max_trajectories, horizon, factor: float = 10) ->
     return int(factor * base)
 
 
-class EvalCounter:
-    """Eval step and trajectory counts shared by every process of one sampler.
+class EvalSchedule:
+    """Which eval envs run a trajectory: flags shared with the workers, decisions by the master.
 
     Args:
-        ctx: multiprocessing context the workers are started with.
+        n_envs: number of eval envs over all workers (indexed by global eval rank).
         max_steps: trajectories start only while fewer total steps were taken (None: no cap).
         max_trajectories: at most this many trajectories start (None: no cap).
         hard_limit: total steps after which unfinished trajectories are dropped.
+        ctx: multiprocessing context whose shared memory holds the flags; None keeps
+            them in this process (an eval collector running on its own).
     """
 
-    def __init__(self, ctx, max_steps, max_trajectories, hard_limit: int):
-        self._counts = ctx.RawArray("q", 3)  # [steps, started, started at once]
-        self.lock = ctx.Lock()
+    def __init__(self, n_envs: int, max_steps, max_trajectories, hard_limit: int, ctx=None):
+        self.n_envs = int(n_envs)
         self.max_steps = math.inf if max_steps is None else int(max_steps)
         self.max_trajectories = math.inf if max_trajectories is None else int(max_trajectories)
         self.hard_limit = int(hard_limit)
+        if ctx is None:
+            self._active_raw, self._ended_raw = bytearray(self.n_envs), bytearray(self.n_envs)
+        else:
+            self._active_raw = ctx.RawArray("b", max(self.n_envs, 1))
+            self._ended_raw = ctx.RawArray("b", max(self.n_envs, 1))
+        self.steps = self.started = self.n_dropped = 0
 
-    def reset(self, n_eval_envs: int) -> int:
-        """Start an evaluation; returns how many envs start a trajectory right away."""
-        n_start = int(min(n_eval_envs, self.max_trajectories))
-        with self.lock:
-            self._counts[0] = 0
-            self._counts[1] = n_start
-            self._counts[2] = n_start
-        return n_start
-
-    def add_steps(self, n: int) -> None:
-        if n:
-            with self.lock:
-                self._counts[0] += n
-
-    def try_start(self, pending_steps: int = 0) -> bool:
-        """Count ``pending_steps``, then start a trajectory if both caps allow it."""
-        with self.lock:
-            self._counts[0] += pending_steps
-            if self._counts[0] < self.max_steps and self._counts[1] < self.max_trajectories:
-                self._counts[1] += 1
-                return True
-            return False
-
-    def hard_limit_reached(self) -> bool:
-        return self._counts[0] >= self.hard_limit
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k not in ("_active", "_ended")}
 
     @property
-    def steps(self) -> int:
-        return int(self._counts[0])
+    def active(self) -> np.ndarray:
+        """``[n_envs]`` bool: the env runs a trajectory (written by the master)."""
+        if "_active" not in self.__dict__:
+            self._active = np.frombuffer(self._active_raw, dtype=np.bool_)[: self.n_envs]
+        return self._active
+
+    @property
+    def ended(self) -> np.ndarray:
+        """``[n_envs]`` bool: the env's trajectory ended this round (written by its worker)."""
+        if "_ended" not in self.__dict__:
+            self._ended = np.frombuffer(self._ended_raw, dtype=np.bool_)[: self.n_envs]
+        return self._ended
 
     @property
     def n_start(self) -> int:
-        """Trajectories started at once by the latest ``reset``."""
-        return int(self._counts[2])
+        """Trajectories that start at once: one on each of the first envs."""
+        return int(min(self.n_envs, self.max_trajectories))
+
+    def reset(self) -> None:
+        """Start an evaluation: the first ``n_start`` envs (by global rank) are active."""
+        self.steps, self.started, self.n_dropped = 0, self.n_start, 0
+        self.active[:] = np.arange(self.n_envs) < self.n_start
+        self.ended[:] = False
+
+    def decide(self) -> None:
+        """After a round in which every active env stepped once: keep an ended env active
+        (it starts a new trajectory) only while both caps allow, in global rank order.
+
+        Env ``b`` at position ``p`` among the envs that stepped is the serial loop's
+        ``steps + p + 1``-th step, so the serial rule is applied to the same counts.
+        """
+        active, ended = self.active, self.ended
+        stepped = np.flatnonzero(active)
+        for p, b in enumerate(stepped):
+            if not ended[b]:
+                continue
+            if self.steps + p + 1 < self.max_steps and self.started < self.max_trajectories:
+                self.started += 1
+            else:
+                active[b] = False
+        self.steps += len(stepped)
+        if self.steps >= self.hard_limit and active.any():
+            self.n_dropped += int(active.sum())
+            active[:] = False
+
+    @property
+    def done(self) -> bool:
+        return not self.active.any()
 
 
 class EvalEnvGroup:
-    """One worker's eval envs, stepped under the global counting rule.
+    """One worker's eval envs, stepped one round at a time under an ``EvalSchedule``.
 
     The caller provides actions; this class steps the active envs, keeps their
     trajectory statistics, and writes the next agent inputs in place.
 
     Args:
         envs: this worker's eval envs.
-        env_ranks: their global eval ranks (env ``i`` starts active iff ``i`` is
-            below the number of trajectories that start at once).
+        env_ranks: their global eval ranks (contiguous).
         TrajInfoCls: per-trajectory statistics factory.
-        counter: the sampler's shared ``EvalCounter``.
+        schedule: the sampler's ``EvalSchedule``.
         observation, action, reward: ``[n]`` arrays of agent inputs, written in place.
-        active: ``[n]`` bool array, written in place (shared with the master when it
-            selects the actions).
         reset: ``[n]`` bool array: set where an env was reset, so whoever holds the
             agent clears that env's recurrent state and then clears the flag.
     """
 
-    def __init__(self, envs, env_ranks, TrajInfoCls, counter: EvalCounter,
-                 observation, action, reward, active, reset):
+    def __init__(self, envs, env_ranks, TrajInfoCls, schedule: EvalSchedule,
+                 observation, action, reward, reset):
         self.envs = envs
-        self.env_ranks = np.asarray(env_ranks, dtype=np.int64)
+        self.env_ranks = [int(r) for r in env_ranks]
+        lo = self.env_ranks[0] if self.env_ranks else 0
         self.TrajInfoCls = TrajInfoCls
-        self.counter = counter
+        self.schedule = schedule
+        self.active = schedule.active[lo:lo + len(envs)]
+        self.ended = schedule.ended[lo:lo + len(envs)]
         self.observation, self.action, self.reward = observation, action, reward
-        self.active, self.reset_flag = active, reset
+        self.reset_flag = reset
         self.null_action = envs[0].action_space.null_value() if envs else None
         self.traj_infos = []
-        self.completed = []
+        self.completed = []  # (round, global eval rank, traj info): the serial order.
+        self._final = {}  # env -> (observation, reward, done) of an ended trajectory.
         self._pass_agent_info = True
-        self.n_dropped = 0
+        self.round = 0
 
-    def start(self, n_start: int) -> None:
-        """Reset every env; envs whose global rank is below ``n_start`` are active."""
+    def start(self) -> None:
+        """Reset every env (the master has reset the schedule)."""
         self.traj_infos = [self.TrajInfoCls() for _ in self.envs]
-        self.completed, self.n_dropped = [], 0
+        self.completed, self._final, self.round = [], {}, 0
         self._pass_agent_info = bool(self.traj_infos) and reads_agent_info(self.traj_infos[0])
         for b, env in enumerate(self.envs):
             self.observation[b] = env.reset()
-        self.action[:] = self.null_action
+        if self.envs:
+            self.action[:] = self.null_action
         self.reward[:] = 0
         self.reset_flag[:] = False
-        self.active[:] = self.env_ranks < n_start
 
     def step(self, agent_info=None) -> None:
-        """Step every active env once with ``self.action``."""
-        pending = 0
+        """Step every active env once with ``self.action``; mark ended trajectories."""
         for b in np.flatnonzero(self.active):
             env = self.envs[b]
             o, r, d, env_info = env.step(self.action[b])
-            pending += 1
             info_b = agent_info[b] if agent_info is not None and self._pass_agent_info else None
             self.traj_infos[b].step(self.observation[b], self.action[b], r, d, info_b, env_info)
             if getattr(env_info, "traj_done", d):
-                self.completed.append(self.traj_infos[b].terminate(o))
-                if self.counter.try_start(pending):
-                    self.traj_infos[b] = self.TrajInfoCls()
-                else:
-                    self.active[b] = False
-                pending = 0
-            if d and self.active[b]:
-                o = env.reset()
-                self.reset_flag[b] = True
-                self.action[b] = self.null_action
-                r = 0.0
+                self.completed.append((self.round, self.env_ranks[b],
+                                       self.traj_infos[b].terminate(o)))
+                self.ended[b] = True
+                self._final[b] = (o, r, d)  # Reset only if the master lets it go on.
+                continue
+            if d:  # A lost life (episodic lives): the trajectory goes on after a reset.
+                o, r = self._reset(b)
             self.observation[b] = o
             self.reward[b] = r
-        self.counter.add_steps(pending)
-        if self.active.any() and self.counter.hard_limit_reached():
-            self.n_dropped += int(self.active.sum())
-            self.active[:] = False
+        self.round += 1
+
+    def finish(self) -> None:
+        """After the master's decisions: ended envs that stay active start a new trajectory."""
+        for b, (o, r, d) in self._final.items():
+            if self.active[b]:
+                self.traj_infos[b] = self.TrajInfoCls()
+                if d:
+                    o, r = self._reset(b)
+            self.observation[b] = o
+            self.reward[b] = r
+            self.ended[b] = False
+        self._final = {}
+
+    def _reset(self, b):
+        self.reset_flag[b] = True
+        self.action[b] = self.null_action
+        return self.envs[b].reset(), 0.0
 
     @property
-    def done(self) -> bool:
-        return not self.active.any()
+    def any_active(self) -> bool:
+        return bool(self.active.any())
+
+
+def run_worker_evaluation(group: EvalEnvGroup, sync, select_actions=None) -> None:
+    """A worker's side of one lockstep evaluation (the master's side is
+    ``ParallelSamplerBase._serve_evaluation``).  ``eval_stopped`` ends it.
+
+    With ``select_actions`` (CPU workers: it writes this worker's actions and returns
+    their agent info), one handshake per round: wait for the master's go, start the
+    trajectories the master's latest decisions allow (``finish``), select actions,
+    step, signal.  Without (the master selects actions), two: wait, step, signal; wait
+    for the decisions, ``finish``, signal (the master then needs the reset
+    observations to select the next actions).
+    """
+    group.start()
+    sync.signal_ready()
+    while True:
+        sync.wait_actions()
+        if sync.eval_stopped:
+            return
+        if select_actions is not None:
+            group.finish()
+            if group.any_active:
+                group.step(select_actions())
+            sync.signal_ready()
+            continue
+        if group.any_active:
+            group.step()
+        sync.signal_ready()
+        sync.wait_actions()
+        group.finish()
+        sync.signal_ready()
+
+
+def merge_completed(results) -> list:
+    """Completed traj infos of every worker, in the serial order (round, then eval rank)."""
+    keyed = sorted((k for completed in results for k in completed), key=lambda k: k[:2])
+    return [info for _, _, info in keyed]

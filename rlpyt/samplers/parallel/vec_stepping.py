@@ -62,6 +62,7 @@ class VecEnvStepper:
         self.n = env.num_envs
         self.null_action = env.action_space.null_value()
         self._row_cls = None
+        self.completed_envs = []  # Sub-envs whose trajectory ended in the latest step.
 
     def start(self, TrajInfoCls, max_decorrelation_steps: int, env_seeds):
         """Reset, then take random steps so sub-envs start out of phase.
@@ -102,6 +103,7 @@ class VecEnvStepper:
         """
         out = self.env.step(action)
         done = out.done
+        self.completed_envs = []
         for b in range(self.n):
             info = self._info_row(out.env_info, b)
             info_b = None if agent_info is None else agent_info[t, b]
@@ -110,6 +112,7 @@ class VecEnvStepper:
                 last = out.observation[b] if out.final_observation is None else \
                     out.final_observation[b]
                 completed.append(traj_infos[b].terminate(last))
+                self.completed_envs.append(b)
                 traj_infos[b] = TrajInfoCls()
         env_buf.reward[t] = out.reward
         env_buf.done[t] = done

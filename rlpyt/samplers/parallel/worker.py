@@ -1,33 +1,71 @@
-"""The sampler worker process: build envs and collectors, then serve the master's commands."""
+"""The sampler worker process: build envs and collectors, then serve the master's commands.
+
+A worker never outlives its master, whatever the start method and however the
+master dies (``SIGKILL`` included):
+
+* ``fork``/``spawn``: the worker's parent is the master; the kernel kills the worker
+  when its parent dies (Linux ``PR_SET_PDEATHSIG``, ``die_with_parent``).
+* ``forkserver``: the parent is the fork server, which exits once the master is gone
+  *and* no process holds the write end of its "alive" pipe.  Every child of the fork
+  server inherits that end, so a worker closes it first thing
+  (``release_fork_server``); the fork server then exits with the master, and the
+  kernel kills the worker with the fork server.
+* ``spawn``/``forkserver`` start-up: a worker unpickles its arguments (importing torch
+  and the env: seconds on a busy machine) before its code runs, so the first argument
+  is a ``ParentGuard`` whose unpickling does the above, and exits if the master is
+  already gone, before anything heavy is imported.
+* Everywhere (macOS too, and a master killed before the worker got this far): a
+  watcher thread blocks on multiprocessing's parent sentinel (a pipe the master holds
+  open) and, when the master is gone, ends the worker: ``SIGTERM`` to itself (unwind,
+  close envs), then ``SIGKILL`` to what it started and to itself after a grace period.
+
+A hung env is reported by the master (``step_timeout``); to show where it hangs, the
+worker dumps its Python stack on ``SIGUSR1`` into a pipe the master reads.
+"""
 
 from __future__ import annotations
 
 import faulthandler
+import multiprocessing
+import multiprocessing.connection
 import os
 import signal
 import sys
+import threading
+import time
 import traceback
 
 from rlpyt.samplers.parallel.control import Command, WorkerSpec, WorkerStopped
 
 __all__ = ["sampling_process"]
 
+MASTER_GONE_GRACE_S = 2.0  # After the master died: time to unwind before SIGKILL.
+
 
 def _exit_on_sigterm(signum, frame):
     raise SystemExit(0)  # Unwind: close envs, stop anything the envs started.
 
 
-def sampling_process(common: dict, spec: WorkerSpec) -> None:
-    """Entry point of one worker (``multiprocessing.Process`` target)."""
+def sampling_process(guard, common: dict, spec: WorkerSpec, stack_writer=None) -> None:
+    """Entry point of one worker (``multiprocessing.Process`` target).
+
+    ``guard`` is a ``rlpyt.utils.process.ParentGuard`` (it did its work while being
+    unpickled, under ``spawn``/``forkserver``).  ``stack_writer`` (a
+    ``multiprocessing`` connection) receives the worker's Python stack when the master
+    sends ``SIGUSR1`` (it does so for a hung env).
+    """
     # The master handles Ctrl-C and stops workers itself; SIGTERM unwinds cleanly.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     faulthandler.enable()  # A crash in native env code still prints a traceback.
-    from rlpyt.utils.process import apply_affinity, die_with_parent
+    if stack_writer is not None and hasattr(signal, "SIGUSR1"):
+        faulthandler.register(signal.SIGUSR1, file=stack_writer.fileno(), all_threads=True)
+    from rlpyt.utils.process import apply_affinity, die_with_parent, release_fork_server
 
     die_with_parent()
-    # The parent is the master (fork, spawn) or the fork server, which exits with it.
-    sync = common["control"].worker_sync(spec.rank, os.getppid())
+    release_fork_server()
+    master_alive = _watch_master()
+    sync = common["control"].worker_sync(spec.rank, master_alive)
     worker = None
     try:
         # Torch threads first, before any torch op (a forked child may hang otherwise).
@@ -35,7 +73,7 @@ def sampling_process(common: dict, spec: WorkerSpec) -> None:
         from rlpyt.utils.seed import set_seed
 
         set_seed(spec.seed)
-        worker = _Worker(common, spec, sync)
+        worker = _Worker(common, spec, sync, common["control"].busy_since)
         sync.send_result("ready", None)
         worker.serve()
     except (WorkerStopped, SystemExit):
@@ -51,12 +89,15 @@ def sampling_process(common: dict, spec: WorkerSpec) -> None:
 class _Worker:
     """One worker's envs, collectors and command loop."""
 
-    def __init__(self, common: dict, spec: WorkerSpec, sync):
+    def __init__(self, common: dict, spec: WorkerSpec, sync, busy_since):
         from rlpyt.samplers.parallel.gpu.action_server import slice_samples
         from rlpyt.samplers.parallel.vec_stepping import make_envs
 
         self.sync, self.spec = sync, spec
-        self.envs = make_envs(common["EnvCls"], common["env_kwargs"], spec.env_seeds)
+        self.busy_since = busy_since
+        with self._env_call():
+            envs = make_envs(common["EnvCls"], common["env_kwargs"], spec.env_seeds)
+        self.envs = [_TimedEnv(env, busy_since, spec.rank) for env in envs]
         self.eval_envs = []
         lo, hi = spec.env_slice
         step = common["step_buffer_np"]
@@ -79,16 +120,21 @@ class _Worker:
     def _make_eval_collector(self, common, spec, sync):
         from rlpyt.samplers.parallel.vec_stepping import make_envs
 
-        self.eval_envs = make_envs(common["EnvCls"], common["eval_env_kwargs"],
-                                   spec.eval_env_seeds, vectorize=False)
+        with self._env_call():
+            envs = make_envs(common["EnvCls"], common["eval_env_kwargs"], spec.eval_env_seeds,
+                             vectorize=False)
+        self.eval_envs = [_TimedEnv(env, self.busy_since, spec.rank) for env in envs]
         lo, hi = spec.eval_slice
         eval_step = common["eval_step_buffer_np"]
         return common["eval_CollectorCls"](
             envs=self.eval_envs, agent=self.agent, TrajInfoCls=common["TrajInfoCls"],
             max_steps=common["eval_max_steps"], max_trajectories=common["eval_max_trajectories"],
-            counter=common["eval_counter"], env_ranks=spec.eval_env_ranks,
+            schedule=common["eval_schedule"], env_ranks=spec.eval_env_ranks,
             step_buffer_np=None if eval_step is None else eval_step[lo:hi], sync=sync,
         )
+
+    def _env_call(self):
+        return _Busy(self.busy_since, self.spec.rank)
 
     def serve(self) -> None:
         sync = self.sync
@@ -100,12 +146,21 @@ class _Worker:
                 self.agent_inputs, self.traj_infos, completed = self.collector.collect_batch(
                     self.agent_inputs, self.traj_infos, itr)
                 self.collector.reset_if_needed(self.agent_inputs)
-                sync.send_result("sample", completed)
+                sync.check_param_version()
+                sync.send_result("sample", self._keyed(completed))
             elif command == Command.EVAL:
-                completed = self.eval_collector.collect_evaluation(itr)
-                sync.send_result("eval", (completed, self.eval_collector.n_dropped))
+                self.eval_collector.collect_evaluation(itr)
+                sync.check_param_version()
+                sync.send_result("eval", self.eval_collector.completed_keyed)
             else:
                 return
+
+    def _keyed(self, completed) -> list:
+        """``((t, global env rank), traj info)`` pairs, for the master's merge."""
+        keys = getattr(self.collector, "completed_keys", ())
+        if len(keys) != len(completed):  # A collector that does not record keys.
+            keys = [(0, self.spec.env_ranks[0])] * len(completed)
+        return list(zip(keys, completed))
 
     def close(self) -> None:
         for env in [*self.envs, *self.eval_envs]:
@@ -113,6 +168,77 @@ class _Worker:
                 env.close()
             except Exception:  # noqa: BLE001 - closing must not hide the original error
                 pass
+
+
+class _Busy:
+    """Context manager marking the worker busy in an env call (for the master's timeout)."""
+
+    def __init__(self, busy_since, rank: int):
+        self.busy_since, self.rank = busy_since, rank
+
+    def __enter__(self):
+        self.busy_since[self.rank] = time.monotonic()
+
+    def __exit__(self, *exc):
+        self.busy_since[self.rank] = 0.0
+
+
+class _TimedEnv:
+    """An env whose ``step`` and ``reset`` record when they start, so the master can tell
+    a hung env from a slow batch; everything else is the env's own.
+
+    Only the start is written (one store per call): the mark is cleared when the
+    worker next waits for the master (``WorkerSync``), so the clock measures the
+    latest env call plus whatever the worker did after it without waiting.
+    """
+
+    def __init__(self, env, busy_since, rank: int):
+        self._env, self._busy_since, self._rank = env, busy_since, rank
+
+    def step(self, action):
+        self._busy_since[self._rank] = time.monotonic()
+        return self._env.step(action)
+
+    def reset(self):
+        self._busy_since[self._rank] = time.monotonic()
+        return self._env.reset()
+
+    def __getattr__(self, name):
+        if name == "_env":  # Not set yet (e.g. while copying): no recursion.
+            raise AttributeError(name)
+        return getattr(self._env, name)
+
+
+def _watch_master():
+    """Start the thread that ends this worker when the master dies; returns a cheap
+    ``() -> bool`` telling whether the master is alive."""
+    parent = multiprocessing.parent_process()
+    sentinel = getattr(parent, "sentinel", None) if parent is not None else None
+    if sentinel is None:  # Not started by multiprocessing: nothing to watch.
+        return lambda: True
+
+    def master_alive() -> bool:
+        return not multiprocessing.connection.wait([sentinel], timeout=0)
+
+    def watch():
+        multiprocessing.connection.wait([sentinel])
+        os.kill(os.getpid(), signal.SIGTERM)  # Unwind in the main thread.
+        time.sleep(MASTER_GONE_GRACE_S)
+        _kill_descendants()
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="rlpyt-master-watch", daemon=True).start()
+    return master_alive
+
+
+def _kill_descendants() -> None:
+    try:
+        import psutil
+
+        for child in psutil.Process().children(recursive=True):
+            child.kill()
+    except Exception:  # noqa: BLE001 - best effort while dying
+        pass
 
 
 def _localize_agent(agent, global_B: int, env_ranks) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import warnings
 
 import numpy as np
@@ -14,7 +13,7 @@ from rlpyt.samplers.collectors import (
     DecorrelatingStartCollector,
 )
 from rlpyt.samplers.eval import EvalCollector
-from rlpyt.samplers.parallel.eval import EvalCounter, EvalEnvGroup
+from rlpyt.samplers.parallel.eval import EvalEnvGroup, EvalSchedule, run_worker_evaluation
 from rlpyt.samplers.parallel.vec_stepping import VecEnvStepper
 from rlpyt.utils.buffer import buffer_from_example, numpify_buffer, torchify_buffer
 
@@ -81,60 +80,76 @@ class CpuEvalCollector(EvalCollector):
     """Evaluation in a CPU worker: the worker's agent acts for its eval envs.
 
     Keywords as ``EvalCollector`` plus:
-        counter: an ``EvalCounter`` shared by every worker of the sampler, so the
-            counting rule (see ``rlpyt.samplers.eval``) is global across all eval envs;
-            ``None`` makes a private one (the collector then evaluates on its own).
+        schedule: the sampler's ``EvalSchedule``: the master decides, after each round
+            in which every eval env of every worker stepped once, which trajectories
+            start (the serial counting rule over all eval envs, see
+            ``rlpyt.samplers.parallel.eval``).  ``None`` makes a private one (the
+            collector then evaluates on its own, exactly like ``SerialEvalCollector``).
         env_ranks: global eval ranks of ``envs`` (default ``0 .. len(envs) - 1``).
+        sync: the worker's ``WorkerSync`` (required with a shared ``schedule``).
 
-    After ``collect_evaluation``, ``n_dropped`` is the number of trajectories cut at
-    the hard step limit (the caller warns).
+    After ``collect_evaluation``, ``completed_keyed`` holds ``(round, eval rank, traj
+    info)`` of every completed trajectory, so the master can merge workers' results
+    in the serial order.
     """
 
     def __init__(self, envs, agent, TrajInfoCls, max_steps=None, max_trajectories=None,
-                 hard_limit_factor=10, counter=None, env_ranks=None, **_ignored):
+                 hard_limit_factor=10, schedule=None, env_ranks=None, sync=None, **_ignored):
         super().__init__(envs, agent, TrajInfoCls, max_steps=max_steps,
                          max_trajectories=max_trajectories, hard_limit_factor=hard_limit_factor)
-        self._owns_counter = counter is None
-        if counter is None:
-            counter = EvalCounter(mp.get_context(), max_steps, max_trajectories,
-                                  self.hard_limit)
+        self._owns_schedule = schedule is None
+        if schedule is None:
+            schedule = EvalSchedule(len(envs), max_steps, max_trajectories, self.hard_limit)
+        elif sync is None:
+            raise ValueError("CpuEvalCollector with a shared schedule runs in a sampler "
+                             "worker: it needs sync=")
+        self.sync = sync
         B = len(envs)
         observation = buffer_from_example(envs[0].observation_space.null_value(), B)
         action = buffer_from_example(self.null_action, B)
         reward = np.zeros(B, dtype=np.float32)
         self.reset_flags = np.zeros(B, dtype=bool)
         self.group = EvalEnvGroup(
-            envs, range(B) if env_ranks is None else env_ranks, TrajInfoCls, counter,
-            observation, action, reward, active=np.zeros(B, dtype=bool),
-            reset=self.reset_flags,
+            envs, range(B) if env_ranks is None else env_ranks, TrajInfoCls, schedule,
+            observation, action, reward, reset=self.reset_flags,
         )
         self.inputs_pyt = torchify_buffer(AgentInputs(observation, action, reward))
+        self.completed_keyed = []
         self.n_dropped = 0
 
+    def _select_actions(self):
+        """The agent acts for every eval env of this collector; returns its agent info."""
+        agent = self.agent
+        for b in np.flatnonzero(self.reset_flags):
+            agent.reset_one(idx=b)
+        self.reset_flags[:] = False
+        agent_step = agent.step(*self.inputs_pyt)
+        self.group.action[:] = numpify_buffer(agent_step.action)
+        return numpify_buffer(agent_step.agent_info)
+
     def collect_evaluation(self, itr):
-        group, agent = self.group, self.agent
-        if self._owns_counter:
-            group.counter.reset(len(self.envs))
+        group, schedule = self.group, self.group.schedule
         # eval_mode before reset: a recurrent agent keeps its sampling state aside first.
-        agent.eval_mode(itr)
-        agent.reset()
-        group.start(group.counter.n_start)
-        while not group.done:
-            agent_step = agent.step(*self.inputs_pyt)
-            group.action[:] = numpify_buffer(agent_step.action)
-            group.step(numpify_buffer(agent_step.agent_info))
-            if self.reset_flags.any():
-                for b in np.flatnonzero(self.reset_flags):
-                    agent.reset_one(idx=b)
-                self.reset_flags[:] = False
-        self.n_dropped = group.n_dropped
-        if self._owns_counter and self.n_dropped:
+        self.agent.eval_mode(itr)
+        self.agent.reset()
+        if self._owns_schedule:
+            schedule.reset()
+            group.start()
+            while not schedule.done:
+                group.step(self._select_actions())
+                schedule.decide()
+                group.finish()
+        else:
+            run_worker_evaluation(group, self.sync, self._select_actions)
+        self.completed_keyed = group.completed
+        self.n_dropped = schedule.n_dropped if self._owns_schedule else 0
+        if self._owns_schedule and self.n_dropped:
             warnings.warn(
-                f"evaluation stopped at the hard limit of {group.counter.hard_limit} env "
+                f"evaluation stopped at the hard limit of {schedule.hard_limit} env "
                 f"steps; {self.n_dropped} unfinished trajectories were dropped",
                 stacklevel=2,
             )
-        return group.completed
+        return [info for _, _, info in group.completed]
 
 
 class CpuVecResetCollector(BaseCollector):
@@ -159,7 +174,7 @@ class CpuVecResetCollector(BaseCollector):
 
     def collect_batch(self, agent_inputs, traj_infos, itr):
         agent_buf, env_buf = self.samples_np.agent, self.samples_np.env
-        completed = []
+        completed, self.completed_keys = [], []
         observation, action, reward = agent_inputs
         inputs_pyt = torchify_buffer(agent_inputs)
         final = self.final_observation if self.bootstrap else None
@@ -178,6 +193,7 @@ class CpuVecResetCollector(BaseCollector):
             done = self.vec.step(t, action, observation, reward, env_buf, agent_buf.agent_info,
                                  traj_infos, completed, self.TrajInfoCls, final,
                                  self.timeout if self.bootstrap else None)
+            self.completed_keys += [(t, self.env_ranks[b]) for b in self.vec.completed_envs]
             if self.bootstrap and self.timeout.any():
                 self._write_timeout_values(t)
             for b in np.flatnonzero(done):

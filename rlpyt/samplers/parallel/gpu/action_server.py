@@ -21,7 +21,6 @@ from __future__ import annotations
 import numpy as np
 
 from rlpyt.agents.base import AgentInputs
-from rlpyt.samplers.parallel.control import Command
 from rlpyt.utils.buffer import buffer_func, numpify_buffer, torchify_buffer
 
 __all__ = ["ActionServer", "slice_samples"]
@@ -61,8 +60,8 @@ class ActionServer:
     """Mixin for ``ParallelSamplerBase`` subclasses whose master holds the agent.
 
     Subclasses call ``build_groups`` once the buffers exist; ``serve_actions(itr)``
-    runs the master's half of one batch and ``serve_evaluation(itr)`` of one
-    evaluation.
+    runs the master's half of one batch, and the ``_eval_*`` hooks choose the eval
+    envs' actions during ``ParallelSamplerBase._serve_evaluation``.
     """
 
     overlap = True
@@ -144,27 +143,17 @@ class ActionServer:
         group.samples.agent.timeout_value[t, truncated] = value[truncated]
         step.timeout[:] = False
 
-    # ---- evaluation -----------------------------------------------------------------------
-    def serve_evaluation(self, itr: int) -> list:
-        """Run one evaluation with the master selecting actions for every eval env."""
-        s = self.eval_step_buffer_np
-        control, monitor = self.control, self.monitor
-        workers = self.eval_workers
-        self.eval_counter.reset(self.eval_n_envs)
-        control.eval_stop.value = 0
-        control.announce(Command.EVAL, itr, workers)
+    # ---- evaluation (hooks of ``ParallelSamplerBase._serve_evaluation``) ------------------
+    def _eval_begin(self, itr) -> None:
         self.agent.reset()
-        while True:
-            monitor.await_ready(workers)
-            if s.reset.any():
-                for b in np.flatnonzero(s.reset):
-                    self.agent.reset_one(idx=b)
-                s.reset[:] = False
-            if not s.active.any():
-                break
-            agent_step = self.agent.step(*self.eval_inputs_pyt)
-            s.action[:] = numpify_buffer(agent_step.action)
-            monitor.release_act(workers)
-        control.eval_stop.value = 1
-        monitor.release_act(workers)
-        return monitor.gather("eval", workers)
+
+    def _eval_reset_states(self) -> None:
+        s = self.eval_step_buffer_np
+        if s.reset.any():
+            for b in np.flatnonzero(s.reset):
+                self.agent.reset_one(idx=b)
+            s.reset[:] = False
+
+    def _eval_select_actions(self) -> None:
+        agent_step = self.agent.step(*self.eval_inputs_pyt)
+        self.eval_step_buffer_np.action[:] = numpify_buffer(agent_step.action)

@@ -20,7 +20,7 @@ import numpy as np
 
 from rlpyt.agents.base import AgentInputs
 from rlpyt.samplers.collectors import DecorrelatingStartCollector
-from rlpyt.samplers.parallel.eval import EvalEnvGroup
+from rlpyt.samplers.parallel.eval import EvalEnvGroup, run_worker_evaluation
 from rlpyt.samplers.parallel.vec_stepping import VecEnvStepper, is_vec_env
 from rlpyt.utils.buffer import buffer_from_example
 from rlpyt.utils.collections import namedarraytuple
@@ -37,9 +37,7 @@ __all__ = [
 StepBuffer = namedarraytuple(
     "StepBuffer", ["observation", "action", "reward", "reset", "timeout", "final_observation"]
 )
-EvalStepBuffer = namedarraytuple(
-    "EvalStepBuffer", ["observation", "action", "reward", "reset", "active"]
-)
+EvalStepBuffer = namedarraytuple("EvalStepBuffer", ["observation", "action", "reward", "reset"])
 
 
 def build_step_buffers(examples: dict, B: int, eval_B: int, bootstrap: bool):
@@ -60,7 +58,6 @@ def build_step_buffers(examples: dict, B: int, eval_B: int, bootstrap: bool):
         action=buffer_from_example(act, eval_B, share_memory=True),
         reward=buffer_from_example(np.float32(0), eval_B, share_memory=True),
         reset=buffer_from_example(np.bool_(False), eval_B, share_memory=True),
-        active=buffer_from_example(np.bool_(False), eval_B, share_memory=True),
     )
     return step, eval_step
 
@@ -105,7 +102,7 @@ class GpuResetCollector(DecorrelatingStartCollector):
     # ---- one batch -------------------------------------------------------------------
     def collect_batch(self, agent_inputs, traj_infos, itr):
         env_buf, step, sync = self.samples_np.env, self.step_buffer_np, self.sync
-        completed = []
+        completed, self.completed_keys = [], []
         for t in range(self.batch_T):
             env_buf.observation[t] = step.observation
             env_buf.prev_reward[t] = step.reward
@@ -136,6 +133,7 @@ class GpuResetCollector(DecorrelatingStartCollector):
             traj_infos[b].step(step.observation[b], action, r, d, info_b, env_info)
             if env_info.traj_done if self.has_traj_done else d:
                 completed.append(traj_infos[b].terminate(o))
+                self.completed_keys.append((t, self.env_ranks[b]))
                 traj_infos[b] = self.TrajInfoCls()
             env_buf.reward[t, b] = r
             env_buf.done[t, b] = d
@@ -162,6 +160,7 @@ class GpuResetCollector(DecorrelatingStartCollector):
             self.samples_np.agent.agent_info, traj_infos, completed, self.TrajInfoCls,
             step.final_observation if self.bootstrap else None, step.timeout,
         )
+        self.completed_keys += [(t, self.env_ranks[b]) for b in self.vec.completed_envs]
         if done.any():
             step.action[done] = self.null_action
             step.reset[done] = True
@@ -214,29 +213,22 @@ class GpuEvalCollector:
     Args:
         envs: the worker's eval envs.
         TrajInfoCls: per-trajectory statistics factory.
-        counter: the sampler's shared ``EvalCounter`` (global counting rule).
+        schedule: the sampler's ``EvalSchedule`` (the master decides which
+            trajectories start, see ``rlpyt.samplers.parallel.eval``).
         env_ranks: global eval ranks of ``envs``.
         step_buffer_np: the worker's slice of the ``EvalStepBuffer``.
         sync: the worker's ``WorkerSync``.
     """
 
-    def __init__(self, envs, TrajInfoCls, counter, env_ranks, step_buffer_np, sync,
+    def __init__(self, envs, TrajInfoCls, schedule, env_ranks, step_buffer_np, sync,
                  **_ignored):
         s = step_buffer_np
         self.sync = sync
-        self.group = EvalEnvGroup(envs, env_ranks, TrajInfoCls, counter, s.observation,
-                                  s.action, s.reward, active=s.active, reset=s.reset)
-        self.n_dropped = 0
+        self.group = EvalEnvGroup(envs, env_ranks, TrajInfoCls, schedule, s.observation,
+                                  s.action, s.reward, reset=s.reset)
+        self.completed_keyed = []
 
     def collect_evaluation(self, itr):
-        group, sync = self.group, self.sync
-        group.start(group.counter.n_start)
-        sync.signal_ready()
-        while True:
-            sync.wait_actions()
-            if sync.eval_stopped:
-                break
-            group.step()
-            sync.signal_ready()
-        self.n_dropped = group.n_dropped
-        return group.completed
+        run_worker_evaluation(self.group, self.sync)
+        self.completed_keyed = self.group.completed
+        return [info for _, _, info in self.completed_keyed]

@@ -22,6 +22,11 @@ class GpuSampler(ActionServer, ParallelSamplerBase):
     step, workers write observations into a shared step buffer, the master writes
     the actions back, and workers step their envs (see ``action_server``).
 
+    Determinism: one agent in the main process draws every env's action from one RNG
+    stream, in env order, exactly as ``SerialSampler`` does, so the same seed gives the
+    serial sampler's batches, trajectories and evaluations, whatever the number of
+    workers or the machine's load.
+
     Keywords as ``ParallelSamplerBase``; defaults ``CollectorCls=GpuResetCollector``,
     ``eval_CollectorCls=GpuEvalCollector``.
     """
@@ -63,6 +68,3 @@ class GpuSampler(ActionServer, ParallelSamplerBase):
         self.control.announce(Command.SAMPLE, itr)
         self.serve_actions(itr)
         return self.monitor.gather("sample", range(len(self.processes)))
-
-    def _evaluate_agent(self, itr) -> list:
-        return self.serve_evaluation(itr)
