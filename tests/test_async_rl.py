@@ -278,13 +278,25 @@ def test_env_exception_surfaces_with_traceback(SamplerCls, tmp_path, leak_check)
 def test_hung_env_surfaces_with_the_sampler_stack(tmp_path, leak_check):
     algo, agent = small_dqn()
     sampler = cartpole_sampler(AsyncSerialSampler, EnvCls=FaultyCartPole,
-                               env_kwargs=dict(mode="hang", at=60), step_timeout=2.0)
+                               env_kwargs=dict(mode="hang", at=60), batch_timeout=2.0)
     runner = AsyncRl(algo, agent, sampler, n_steps=20_000)
+    start = time.monotonic()
+    with pytest.raises(AsyncRunError, match="batch_timeout=2.0") as excinfo:
+        train(runner, tmp_path)
+    assert time.monotonic() - start < 2.0 + DEADLINE_S
+    assert "in step" in str(excinfo.value)  # The hung frame is in the stack shown.
+
+
+def test_hung_env_in_a_worker_surfaces_with_the_worker_timeout(tmp_path, leak_check):
+    algo, agent = small_dqn()
+    sampler = cartpole_sampler(AsyncCpuSampler, EnvCls=FaultyCartPole,
+                               env_kwargs=dict(mode="hang", at=60), step_timeout=2.0)
+    runner = AsyncRl(algo, agent, sampler, n_steps=20_000, affinity=dict(workers_cpus=[0, 0]))
     start = time.monotonic()
     with pytest.raises(AsyncRunError, match="step_timeout=2.0") as excinfo:
         train(runner, tmp_path)
     assert time.monotonic() - start < 2.0 + DEADLINE_S
-    assert "in step" in str(excinfo.value)  # The hung frame is in the stack shown.
+    assert "sampler worker" in str(excinfo.value)
 
 
 @pytest.mark.parametrize("victim", ["sampler", "copier", "worker"])
@@ -427,7 +439,7 @@ def test_cli_runner_async_trains_dqn(tmp_path, capsys):
 
     code = main(["train", "--algo", "dqn", "--runner", "async", "--n-steps", "1600",
                  "--log-dir", str(tmp_path), "--algo.min_steps_learn", "400",
-                 "--runner.log_interval_steps", "800", "--sampler.step_timeout", "60"])
+                 "--runner.log_interval_steps", "800", "--sampler.batch_timeout", "60"])
     assert code == 0
     rows = read_progress(tmp_path)
     assert int(rows[-1]["CumSteps"]) == 1600 and "ReplayRatioSinceLearning" in rows[-1]

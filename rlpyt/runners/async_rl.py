@@ -13,7 +13,7 @@ the optimizer waits when sampling falls behind, the sampler when the optimizer f
 behind.  Log rows follow the sampler's iterations and add ``PolicyLag`` (versions the
 acting parameters are behind the optimizer's), both processes' throughput and the
 fraction of time each spent held back.  A fault in any process (an exception, a
-kill, a hang past ``step_timeout``, Ctrl-C) stops the run and raises here with the
+kill, a hang past ``batch_timeout`` or a worker's ``step_timeout``, Ctrl-C) stops the run and raises here with the
 failing process's traceback; every process is stopped and shared memory released.
 
 Results depend on the timing of the two processes (which parameters act on which
@@ -452,12 +452,12 @@ class AsyncRlBase(MinibatchRlBase):
             if proc.exitcode is None or proc.exitcode >= 0:
                 self._raise_reported(block=True)
             raise AsyncRunError(f"the {name} (pid {proc.pid}) died: {_describe_exit(proc)}")
-        timeout = self.sampler.step_timeout
+        timeout = self.sampler.batch_timeout
         if (timeout is not None and self.sampler_process.is_alive() and not control.in_eval.value
                 and time.monotonic() - control.heartbeat.value > timeout):
             raise AsyncRunError(
                 f"the sampler process (pid {self.sampler_process.pid}) made no progress for "
-                f"over step_timeout={timeout}s (one batch took longer: a hung env?); its "
+                f"over batch_timeout={timeout}s (one batch took longer: a hung env?); its "
                 f"stack:\n{self._sampler_stack()}")
 
     def _raise_reported(self, block: bool) -> None:

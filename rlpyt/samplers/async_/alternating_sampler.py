@@ -16,7 +16,7 @@ class AsyncAlternatingSampler(AsyncSamplerBase):
     Two worker groups step their halves of the envs in turn while the sampler process
     selects the other half's actions.  Keywords as ``AlternatingSampler`` (defaults
     ``CollectorCls=DbGpuResetCollector``, ``eval_CollectorCls=GpuEvalCollector``) plus
-    ``step_timeout``; recurrent agents must be ``Alternating...`` agents.
+    ``batch_timeout``; recurrent agents must be ``Alternating...`` agents.
     """
 
     SamplerCls = AlternatingSampler

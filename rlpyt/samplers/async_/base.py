@@ -37,10 +37,14 @@ __all__ = ["AsyncSamplerBase", "run_sampler"]
 class AsyncSamplerBase(BaseSampler):
     """Wraps a synchronous sampler class (``SamplerCls``) to run in a sampler process.
 
-    Takes the wrapped sampler's keywords (checked by building it here), plus:
-        step_timeout: seconds one sampler batch may take before the run stops with a
-            ``SamplerTimeout`` naming the sampler process and its Python stack; ``None``
-            disables the watchdog.  Evaluations are not timed by it.  Default 120.
+    Takes the wrapped sampler's keywords (checked by building it here; a parallel
+    sampler's ``step_timeout``, seconds one env call in a worker may take, passes
+    through to it), plus:
+        batch_timeout: seconds one batch of the sampler process may take before the
+            run stops with an error naming the sampler process and holding its Python
+            stack; it catches a hung env of ``AsyncSerialSampler``, whose envs step in
+            the sampler process itself.  ``None`` disables it.  Evaluations are not
+            timed by it.  Default 120.
 
     The CUDA device of central inference (``AsyncGpuSampler``) comes from the sampler
     part of the runner's affinity (``affinity["sampler"]["cuda_idx"]``).
@@ -48,11 +52,11 @@ class AsyncSamplerBase(BaseSampler):
 
     SamplerCls: type[BaseSampler]
 
-    def __init__(self, *args, step_timeout: float | None = 120.0, **kwargs):
+    def __init__(self, *args, batch_timeout: float | None = 120.0, **kwargs):
         self.sampler = self.SamplerCls(*args, **kwargs)
-        if step_timeout is not None and not step_timeout > 0:
-            raise ValueError(f"step_timeout={step_timeout!r} must be > 0 seconds, or None")
-        self.step_timeout = step_timeout
+        if batch_timeout is not None and not batch_timeout > 0:
+            raise ValueError(f"batch_timeout={batch_timeout!r} must be > 0 seconds, or None")
+        self.batch_timeout = batch_timeout
         inner = self.sampler
         self.EnvCls, self.env_kwargs = inner.EnvCls, inner.env_kwargs
         self.batch_spec, self.mid_batch_reset = inner.batch_spec, inner.mid_batch_reset

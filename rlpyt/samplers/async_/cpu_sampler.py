@@ -17,7 +17,7 @@ class AsyncCpuSampler(AsyncSamplerBase):
     and, between batches, loads newly published parameters into the shared-memory
     model the workers act with, so a worker never sees a half-written model.
     Keywords as ``CpuSampler`` (defaults ``CollectorCls=DbCpuResetCollector``,
-    ``eval_CollectorCls=CpuEvalCollector``) plus ``step_timeout``.
+    ``eval_CollectorCls=CpuEvalCollector``) plus ``batch_timeout``.
     """
 
     SamplerCls = CpuSampler

@@ -17,7 +17,7 @@ class AsyncGpuSampler(AsyncSamplerBase):
     when set (from ``encode_affinity(..., async_sample=True, sample_gpu_per_run=1)``),
     else on its CPU, and loads newly published parameters into it between batches.
     Keywords as ``GpuSampler`` (defaults ``CollectorCls=DbGpuResetCollector``,
-    ``eval_CollectorCls=GpuEvalCollector``) plus ``step_timeout``.
+    ``eval_CollectorCls=GpuEvalCollector``) plus ``batch_timeout``.
     """
 
     SamplerCls = GpuSampler

@@ -14,7 +14,7 @@ class AsyncSerialSampler(AsyncSamplerBase):
     """``SerialSampler`` in the sampler process of an asynchronous run.
 
     Keywords as ``SerialSampler`` (defaults ``CollectorCls=DbCpuResetCollector``,
-    ``eval_CollectorCls=SerialEvalCollector``) plus ``step_timeout`` (see
+    ``eval_CollectorCls=SerialEvalCollector``) plus ``batch_timeout`` (see
     ``AsyncSamplerBase``).  One process steps every env, so this suits cheap envs or a
     sampler that needs one core next to the optimizer.
     """
