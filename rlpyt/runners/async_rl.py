@@ -35,7 +35,6 @@ import threading
 import time
 import traceback
 
-import psutil
 import torch
 
 from rlpyt.runners.base import DivergenceError, apply_affinity
@@ -44,6 +43,7 @@ from rlpyt.samplers.async_.base import AsyncSamplerBase, run_sampler
 from rlpyt.samplers.async_.control import AsyncControl, AsyncStopped, ThrottleSpec
 from rlpyt.samplers.parallel.control import unlink_semaphore_names
 from rlpyt.utils.logging import logger
+from rlpyt.utils.process import child_processes, describe_exit, kill_processes
 from rlpyt.utils.seed import make_seed, set_seed
 
 __all__ = ["AsyncRl", "AsyncRlBase", "AsyncRlEval", "AsyncRunError", "split_affinity"]
@@ -451,7 +451,7 @@ class AsyncRlBase(MinibatchRlBase):
                 continue  # Finished its batches (its "done" message is on the way).
             if proc.exitcode is None or proc.exitcode >= 0:
                 self._raise_reported(block=True)
-            raise AsyncRunError(f"the {name} (pid {proc.pid}) died: {_describe_exit(proc)}")
+            raise AsyncRunError(f"the {name} (pid {proc.pid}) died: {describe_exit(proc.exitcode)}")
         timeout = self.sampler.batch_timeout
         if (timeout is not None and self.sampler_process.is_alive() and not control.in_eval.value
                 and time.monotonic() - control.heartbeat.value > timeout):
@@ -493,7 +493,7 @@ class AsyncRlBase(MinibatchRlBase):
             return
         self.control.request_stop()
         procs = [p for p in (self.sampler_process, self.copier_process) if p is not None]
-        descendants = _descendants(procs)
+        descendants = child_processes(procs)
         deadline = time.monotonic() + JOIN_TIMEOUT_S
         for proc in procs:
             proc.join(timeout=max(0.0, deadline - time.monotonic()))
@@ -504,12 +504,7 @@ class AsyncRlBase(MinibatchRlBase):
             if proc.is_alive():
                 proc.kill()
                 proc.join(timeout=2.0)
-        for child in descendants:
-            try:
-                child.kill()
-            except psutil.Error:
-                continue
-        psutil.wait_procs(descendants, timeout=2.0)
+        kill_processes(descendants, timeout=2.0)
         self.control.close()
         self.control = None
         if self._stack_file is not None:
@@ -571,27 +566,3 @@ class AsyncRlEval(AsyncRlBase):
 
 def _mean(values) -> float:
     return sum(values) / len(values) if values else float("nan")
-
-
-def _describe_exit(proc) -> str:
-    code = proc.exitcode
-    if code is None:
-        return "it is not running"
-    if code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        return f"killed by {name} (exit code {code}); no Python traceback is available"
-    return f"exited with code {code} without reporting an error"
-
-
-def _descendants(processes) -> list:
-    found = []
-    for proc in processes:
-        try:
-            found.extend(psutil.Process(proc.pid).children(recursive=True))
-        except (psutil.Error, ValueError, TypeError):
-            continue
-    return found
-

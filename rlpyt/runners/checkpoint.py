@@ -28,14 +28,16 @@ from typing import Any
 import numpy as np
 import torch
 
-# The layout (and finding checkpoints) lives with the other run-dir rules, so that the
-# experiment launcher (a lower layer) can tell a resumable run without importing torch.
 from rlpyt.utils.logging.run_dir import (
     CHECKPOINT_DIR,
     STATE_FILE,
     latest_checkpoint,
     list_checkpoints,
 )
+
+# The layout (and finding checkpoints) lives with the other run-dir rules, so that the
+# experiment launcher (a lower layer) can tell a resumable run without importing torch.
+from rlpyt.utils.process import process_alive
 
 __all__ = [
     "CHECKPOINT_DIR",
@@ -120,19 +122,9 @@ def _remove_partial(root: str) -> None:
         if ".tmp-" not in name:
             continue
         pid = name.rsplit(".tmp-", 1)[1]
-        if pid.isdigit() and int(pid) != os.getpid() and _pid_alive(int(pid)):
+        if pid.isdigit() and int(pid) != os.getpid() and process_alive(int(pid)):
             continue  # Another live process is writing it (should not happen: run lock).
         shutil.rmtree(os.path.join(root, name), ignore_errors=True)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _flush(f) -> None:

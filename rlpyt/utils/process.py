@@ -128,6 +128,49 @@ def process_alive(pid: int) -> bool:
         return False
 
 
+def child_processes(processes) -> list:
+    """Every descendant (``psutil.Process``) of the given ``multiprocessing`` processes."""
+    try:
+        import psutil
+    except ImportError:  # pragma: no cover - psutil is a dependency
+        return []
+    found = []
+    for proc in processes:
+        try:
+            found.extend(psutil.Process(proc.pid).children(recursive=True))
+        except (psutil.Error, ValueError, TypeError):
+            continue
+    return found
+
+
+def kill_processes(processes, timeout: float = 1.0) -> None:
+    """SIGKILL ``psutil.Process`` objects (gone ones are skipped) and reap them."""
+    import psutil
+
+    for p in processes:
+        try:
+            p.kill()
+        except psutil.Error:
+            continue
+    psutil.wait_procs(processes, timeout=timeout)
+
+
+def describe_exit(exitcode) -> str:
+    """How a child process ended, from its ``exitcode``, for error messages."""
+    if exitcode is None:
+        return "the process is not running"
+    if exitcode < 0:
+        import signal
+
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        return (f"killed by signal {name} (exit code {exitcode}); "
+                "no Python traceback is available")
+    return f"exited with code {exitcode} without reporting an error"
+
+
 def release_fork_server() -> None:
     """Close this process's inherited write end of multiprocessing's fork-server "alive" pipe.
 

@@ -10,26 +10,12 @@ import socket
 import time
 from typing import Any
 
+from rlpyt.utils.process import process_alive
+
 __all__ = ["RWLock", "drain_queue", "find_port"]
 
 DEAD_WRITER_CHECK_S = 1.0
 MUTEX_TIMEOUT_S = 10.0
-
-
-def _process_alive(pid: int) -> bool:
-    """Whether ``pid`` is a running (not zombie) process."""
-    try:
-        import psutil
-
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except ImportError:  # pragma: no cover - psutil is a dependency
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-    except Exception:  # noqa: BLE001 - psutil.NoSuchProcess and friends: gone
-        return False
 
 
 class RWLock:
@@ -80,13 +66,13 @@ class RWLock:
     def _check_writers(self) -> None:
         """With the counters held: notice writers that died holding or awaiting the lock."""
         pid = self._writer_pid.value
-        if self._writer_active.value and pid and not _process_alive(pid):
+        if self._writer_active.value and pid and not process_alive(pid):
             raise RuntimeError(
                 f"RWLock: the process holding the write lock (pid {pid}) died without "
                 f"releasing it; the data it guards may be half written")
         waiting = self._waiting_writer_pid.value
         if (not self._writer_active.value and self._writers_waiting.value and waiting
-                and not _process_alive(waiting)):
+                and not process_alive(waiting)):
             self._writers_waiting.value -= 1  # It died waiting: readers may go on.
             self._waiting_writer_pid.value = 0
 

@@ -41,7 +41,7 @@ from rlpyt.samplers.parallel.control import (
 from rlpyt.samplers.parallel.eval import EvalSchedule, hard_step_limit, merge_completed
 from rlpyt.samplers.parallel.vec_stepping import make_example_env
 from rlpyt.samplers.parallel.worker import sampling_process
-from rlpyt.utils.process import ParentGuard, available_cpus
+from rlpyt.utils.process import ParentGuard, available_cpus, child_processes, kill_processes
 from rlpyt.utils.seed import env_seeds, make_seed
 
 __all__ = ["ParallelSamplerBase", "split_evenly"]
@@ -383,7 +383,7 @@ class ParallelSamplerBase(BaseSampler):
             return
         self._closed = True
         _LIVE_SAMPLERS.discard(self)
-        descendants = _descendants(self.processes)
+        descendants = child_processes(self.processes)
         if self.control is not None:
             self.control.stop.value = 1
             self.control.command.value = int(Command.STOP)
@@ -400,7 +400,7 @@ class ParallelSamplerBase(BaseSampler):
             if proc.is_alive():
                 proc.kill()
                 proc.join(timeout=1.0)
-        _kill_all(descendants)
+        kill_processes(descendants)
         if self.control is not None:
             self.control.close_queues()
         for reader, writer in getattr(self, "_stack_pipes", ()):
@@ -432,28 +432,3 @@ def _worker_seed(seed: int, index: int) -> int:
     import numpy as np
 
     return int(np.random.SeedSequence(seed, spawn_key=(0x5A4D, index)).generate_state(1)[0])
-
-
-def _descendants(processes) -> list:
-    try:
-        import psutil
-    except ImportError:  # pragma: no cover - psutil is a dependency
-        return []
-    found = []
-    for proc in processes:
-        try:
-            found.extend(psutil.Process(proc.pid).children(recursive=True))
-        except (psutil.Error, ValueError, TypeError):
-            continue
-    return found
-
-
-def _kill_all(processes) -> None:
-    import psutil
-
-    for p in processes:
-        try:
-            p.kill()
-        except psutil.Error:
-            continue
-    psutil.wait_procs(processes, timeout=1.0)

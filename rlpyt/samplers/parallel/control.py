@@ -37,6 +37,8 @@ import time
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+from rlpyt.utils.process import describe_exit
+
 __all__ = [
     "Command",
     "SamplerControl",
@@ -233,7 +235,7 @@ class WorkerMonitor:
             if not proc.is_alive():
                 if proc.exitcode is None or proc.exitcode >= 0:
                     self._raise_reported(block=True)  # Its traceback may be in flight.
-                raise WorkerError(f"{spec.describe()} died: {_describe_exit(proc.exitcode)}")
+                raise WorkerError(f"{spec.describe()} died: {describe_exit(proc.exitcode)}")
         if self.step_timeout is not None:
             now = time.monotonic()
             for w, since in enumerate(self.control.busy_since):
@@ -328,16 +330,3 @@ def unlink_semaphore_names(semlocks) -> None:
         if (getattr(finalizer, "_callback", None) is synchronize.SemLock._cleanup
                 and finalizer._args and finalizer._args[0] in names):
             finalizer()  # Unlinks now and unregisters, so it does not run again later.
-
-
-def _describe_exit(exitcode) -> str:
-    if exitcode is None:
-        return "the process is not running"
-    if exitcode < 0:
-        try:
-            name = signal.Signals(-exitcode).name
-        except ValueError:
-            name = f"signal {-exitcode}"
-        return (f"killed by signal {name} (exit code {exitcode}); "
-                "no Python traceback is available")
-    return f"exited with code {exitcode} without reporting an error"
