@@ -25,14 +25,12 @@ of the runs; medians are reported.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import math
 import statistics
-import tempfile
 import time
 
 import torch
+from row_rate import quiet_logging, rate_between_rows
 
 from rlpyt.agents.dqn.atari.atari_dqn_agent import AtariDqnAgent
 from rlpyt.algos.dqn.dqn import DQN
@@ -41,7 +39,6 @@ from rlpyt.runners.async_rl import AsyncRl
 from rlpyt.runners.minibatch_rl import MinibatchRl
 from rlpyt.samplers.async_.serial_sampler import AsyncSerialSampler
 from rlpyt.samplers.serial.sampler import SerialSampler
-from rlpyt.utils.logging.context import logger_context
 
 BATCH_T, BATCH_B = 16, 8
 BATCH_SIZE = 32
@@ -90,30 +87,12 @@ def optimizer_alone(n_updates: int) -> float:
     return n_updates / (time.perf_counter() - start)
 
 
-@contextlib.contextmanager
-def quiet_logging():
-    with tempfile.TemporaryDirectory() as log_dir, contextlib.redirect_stdout(io.StringIO()), \
-            logger_context(log_dir, 0, "bench", override_prefix=True):
-        yield
-
-
 def training_rate(RunnerCls, SamplerCls, replay_ratio: float, n_steps: int) -> float:
     """Env steps per second after learning starts (from the runner's own log rows)."""
     algo, agent = dqn(replay_ratio), AtariDqnAgent()
     runner = RunnerCls(algo, agent, SamplerCls(**sampler_kwargs()), n_steps=n_steps, seed=0,
                        log_interval_steps=MIN_STEPS_LEARN)
-    marks = []
-    original = runner.log_diagnostics
-
-    def mark(itr, *args, **kwargs):
-        marks.append((time.perf_counter(), (itr + 1) * runner.itr_batch_size))
-        return original(itr, *args, **kwargs)
-
-    runner.log_diagnostics = mark
-    with quiet_logging():
-        runner.train()
-    (t0, s0), (t1, s1) = marks[0], marks[-1]  # From the first row (learning starts) on.
-    return (s1 - s0) / (t1 - t0)
+    return rate_between_rows(runner)  # From the first row (learning starts) on.
 
 
 def pick_replay_ratio(sampler_sps: float, updates_per_s: float) -> float:

@@ -24,13 +24,10 @@ it cannot be installed next to this library; the script prints this and does not
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import statistics
-import tempfile
-import time
 
 import torch
+from row_rate import rate_between_rows
 
 from rlpyt.agents.pg.atari import AtariFfAgent
 from rlpyt.algos.pg.a2c import A2C
@@ -40,7 +37,6 @@ from rlpyt.runners.async_rl import AsyncRl
 from rlpyt.runners.minibatch_rl import MinibatchRl
 from rlpyt.samplers.async_.cpu_sampler import AsyncCpuSampler
 from rlpyt.samplers.parallel.cpu.sampler import CpuSampler
-from rlpyt.utils.logging.context import logger_context
 
 BATCH_T, BATCH_B = 20, 16
 SAMPLE_FACTORY = ("sample-factory 2.1.1 requires gymnasium<1.0 and numpy<2; installing it "
@@ -53,28 +49,12 @@ def sampler_kwargs() -> dict:
                 batch_B=BATCH_B, max_decorrelation_steps=0)
 
 
-def rate(runner) -> float:
-    marks = []
-    original = runner.log_diagnostics
-
-    def mark(itr, *args, **kwargs):
-        marks.append((time.perf_counter(), (itr + 1) * runner.itr_batch_size))
-        return original(itr, *args, **kwargs)
-
-    runner.log_diagnostics = mark
-    with tempfile.TemporaryDirectory() as log_dir, contextlib.redirect_stdout(io.StringIO()), \
-            logger_context(log_dir, 0, "bench", override_prefix=True):
-        runner.train()
-    (t0, s0), (t1, s1) = marks[0], marks[-1]
-    return (s1 - s0) / (t1 - t0)
-
-
 def a2c_rate(n_steps: int, cores: int) -> float:
     sampler = CpuSampler(**sampler_kwargs())
     runner = MinibatchRl(A2C(), AtariFfAgent(), sampler, n_steps=n_steps, seed=0,
                          log_interval_steps=n_steps // 4,
                          affinity=dict(workers_cpus=list(range(cores)), set_affinity=False))
-    return rate(runner)
+    return rate_between_rows(runner)
 
 
 def impala_rate(n_steps: int, cores: int) -> float:
@@ -83,7 +63,7 @@ def impala_rate(n_steps: int, cores: int) -> float:
     runner = AsyncRl(Impala(), AtariFfAgent(), sampler, n_steps=n_steps, seed=0,
                      log_interval_steps=n_steps // 4,
                      affinity=dict(workers_cpus=workers, set_affinity=False))
-    return rate(runner)
+    return rate_between_rows(runner)
 
 
 def main() -> None:
