@@ -9,7 +9,7 @@ import math
 import os
 
 from rlpyt.cli.overrides import ConfigError, apply_overrides, parse_override_args
-from rlpyt.cli.presets import PRESETS, import_path
+from rlpyt.cli.presets import PRESETS, import_path, preset_for
 
 __all__ = ["add_train_parser", "build_config", "run_train", "train_from_config"]
 
@@ -89,7 +89,7 @@ def build_config(args, extra: list[str]) -> dict:
             saved = json.load(f)
         config = saved.get("config", saved)
     else:
-        preset = PRESETS[args.algo]
+        preset = preset_for(args.algo, args.env)  # MinAtar ids: their own preset
         config = dict(
             algo_name=args.algo,
             env={"id": preset.env},
@@ -113,7 +113,7 @@ def build_config(args, extra: list[str]) -> dict:
     config["torch_threads"] = args.torch_threads
     if args.sampler_type != "serial":
         config["sampler_type"] = args.sampler_type
-    preset = PRESETS[config["algo_name"]]
+    preset = preset_for(config["algo_name"], config["env"]["id"])
     env = dict(config["env"])
     kind = _action_kind(env.pop("id"), env)
     config["agent_class"] = preset.agents[kind]
