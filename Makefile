@@ -26,7 +26,7 @@ lint: $(STAMP)
 # The documentation site (mkdocs.yml) into site/; --strict: broken links, missing API
 # references and unlisted pages fail the build, so `make test` keeps the docs from rotting.
 docs: $(STAMP)
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 test: lint docs
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadgroup tests
