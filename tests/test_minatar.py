@@ -199,13 +199,18 @@ def test_cli_preset_for_minatar_ids():
 
 
 @pytest.mark.slow
-def test_cli_trains_dqn_on_minatar(tmp_path):
+@pytest.mark.parametrize("algo, agent, extra", [
+    ("dqn", "MinAtarDqnAgent", ["--n-steps", "1200", "--algo.min_steps_learn", "400"]),
+    ("r2d1", "MinAtarR2d1Agent", ["--n-steps", "1600", "--algo.min_steps_learn", "480"]),
+    ("ppo", "MinAtarPgAgent", ["--n-steps", "4096"]),
+])
+def test_cli_trains_on_minatar(algo, agent, extra, tmp_path):
+    """`rlpyt train --algo ALGO --env MinAtar/Breakout` builds the MinAtar agent and trains."""
     from rlpyt.cli import main
 
-    code = main(["train", "--algo", "dqn", "--env", "MinAtar/Breakout", "--n-steps", "1200",
-                 "--log-dir", str(tmp_path), "--algo.min_steps_learn", "400",
-                 "--runner.log_interval_steps", "600",
-                 "--sampler.eval_max_trajectories", "2"])
+    code = main(["train", "--algo", algo, "--env", "MinAtar/Breakout", "--log-dir",
+                 str(tmp_path), "--runner.log_interval_steps", "800",
+                 "--sampler.eval_max_trajectories", "2", *extra])
     assert code == 0
     params = (tmp_path / "run_0" / "params.json").read_text()
-    assert "MinAtarDqnAgent" in params
+    assert agent in params
