@@ -93,7 +93,7 @@ def plot(results: Path, algo: str, out: Path) -> Path | None:
         grid, mean, low, high = aggregate(curves, "minmax")
         ax.plot(grid, mean)
         ax.fill_between(grid, low, high, alpha=0.25)
-        ax.set_title(f"{game} ({len(runs)} seeds)")
+        ax.set_title(f"{game} ({len(runs)} seed{'s' * (len(runs) > 1)})")
         ax.set_xlabel("env steps (frames)")
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("training return (latest 100 episodes)")
