@@ -131,6 +131,10 @@ def test_make_ids_and_errors():
         MinAtarEnv("Breakout", sticky_action_prob=1.5)
     with pytest.raises(ValueError, match="max_episode_steps=0"):
         MinAtarEnv("Breakout", max_episode_steps=0)
+    env = MinAtarEnv("Breakout", minimal_action_set=True)
+    env.reset()
+    with pytest.raises(ValueError, match=r"action=3 is not in \[0, 3\)"):
+        env.step(3)
 
 
 def _spaces(game="Breakout"):

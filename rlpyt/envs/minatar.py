@@ -144,7 +144,11 @@ class MinAtarEnv(Env):
         return np.ascontiguousarray(self._env.state().transpose(2, 0, 1), dtype=np.uint8)
 
     def step(self, action: Any) -> EnvStep:
-        reward, terminal = self._env.act(int(self._action_set[int(action)]))
+        index = int(action)
+        if not 0 <= index < len(self._action_set):
+            raise ValueError(f"{self!r}.step: action={action!r} is not in [0, "
+                             f"{len(self._action_set)})")
+        reward, terminal = self._env.act(int(self._action_set[index]))
         self._steps += 1
         terminal = bool(terminal)
         truncated = self._steps >= self._step_limit
