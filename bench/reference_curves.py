@@ -4,7 +4,8 @@ Each algorithm trains with its preset (the settings its learning test checks: PP
 DQN and C51 on CartPole-v1, SAC, TD3 and DDPG on Pendulum-v1) for the preset's budget,
 one run per seed, under ``<results-dir>/<algo>/run_<seed>`` (git-ignored), then
 ``rlpyt plot`` draws the mean evaluation return with a min-max band across seeds into
-``<out-dir>/reference_<algo>.png``.  Finished runs are kept (delete them to re-run).
+``<out-dir>/reference_<algo>.png``.  Finished runs are kept (delete them to re-run);
+an interrupted one runs again.
 
     python bench/reference_curves.py --algos ppo a2c dqn --seeds 0 1 2 --out-dir docs/img
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import csv
 import io
 import sys
 import time
@@ -28,9 +30,19 @@ from rlpyt.cli.presets import PRESETS  # noqa: E402
 DEFAULT_RESULTS = ROOT / "bench" / "results" / "reference"
 
 
+def finished(run_dir: Path, n_steps: int) -> bool:
+    """Whether the run's ``progress.csv`` reaches ``n_steps`` (an interrupted run does not)."""
+    progress = run_dir / "progress.csv"
+    if not progress.exists():
+        return False
+    with open(progress, newline="") as f:
+        rows = list(csv.DictReader(f))
+    return bool(rows) and float(rows[-1]["CumSteps"]) >= n_steps
+
+
 def run(algo: str, seed: int, results: Path) -> None:
     run_dir = results / algo / f"run_{seed}"
-    if (run_dir / "progress.csv").exists():
+    if finished(run_dir, PRESETS[algo].runner_kwargs["n_steps"]):
         print(f"{algo} seed {seed}: kept ({run_dir})", flush=True)
         return
     start = time.time()
