@@ -26,7 +26,7 @@ def _reference_run(game: str, seed: int, actions: np.ndarray, **kwargs):
     observations, rewards, terminals = [], [], []
     for action in actions:
         reward, terminal = env.act(int(action))
-        observations.append(env.state().transpose(2, 0, 1).astype(np.uint8))
+        observations.append(env.state().transpose(2, 0, 1))
         rewards.append(reward)
         terminals.append(terminal)
         if terminal:
@@ -43,7 +43,7 @@ def test_step_for_step_as_the_package(game):
     env = MinAtarEnv(game)
     env.seed(3)
     first = env.reset()
-    assert first.shape == env.observation_space.shape and first.dtype == np.uint8
+    assert first.shape == env.observation_space.shape and first.dtype == np.bool_
     n_terminals = 0
     for t, action in enumerate(actions):
         step = env.step(np.int32(action))
@@ -143,7 +143,7 @@ def _spaces(game="Breakout"):
 
 
 def test_models_shapes_and_paper_network():
-    obs = torch.randint(0, 2, (5, 3, 4, 10, 10), dtype=torch.uint8)
+    obs = torch.randint(0, 2, (5, 3, 4, 10, 10)).bool()
     prev_action = torch.zeros(5, 3, dtype=torch.long)
     prev_reward = torch.zeros(5, 3)
     q = MinAtarDqnModel((4, 10, 10), 6)(obs, prev_action, prev_reward)
@@ -182,6 +182,39 @@ def test_agents_step_on_minatar(agent_path):
     obs = torch.as_tensor(np.stack([env.reset(), env.reset()]))
     step = agent.step(obs, torch.zeros(2, dtype=torch.long), torch.zeros(2))
     assert step.action.shape == (2,) and int(step.action.max()) < 6
+
+
+def test_replays_keep_minatar_observations_whole():
+    """Channels are not a frame stack: DQN's and R2D1's replay rules must not store them as
+    frames shared between steps (they do for uint8 [n_frames, H, W] Atari stacks)."""
+    from rlpyt.algos.dqn.replay import is_frame_stack
+
+    env = MinAtarEnv("Seaquest")
+    assert not is_frame_stack(env.reset())
+    assert not is_frame_stack(env.observation_space.null_value())
+
+
+def test_dqn_replays_the_observations_the_env_gave(tmp_path):
+    """A short DQN run on MinAtar: every replayed observation is one the env produced."""
+    from rlpyt.agents.dqn.minatar import MinAtarDqnAgent
+    from rlpyt.algos.dqn.dqn import DQN
+    from rlpyt.runners.minibatch_rl import MinibatchRl
+    from rlpyt.samplers.serial.sampler import SerialSampler
+    from rlpyt.utils.logging.context import logger_context
+
+    sampler = SerialSampler(EnvCls=MinAtarEnv, env_kwargs=dict(game="Breakout"), batch_T=4,
+                            batch_B=2, max_decorrelation_steps=0)
+    algo = DQN(min_steps_learn=64, batch_size=16, replay_size=1000, replay_ratio=4)
+    runner = MinibatchRl(algo=algo, agent=MinAtarDqnAgent(), sampler=sampler, n_steps=200,
+                         seed=0, log_interval_steps=200)
+    with logger_context(str(tmp_path), 0, "dqn_minatar", override_prefix=True):
+        runner.train()
+    filled = algo.replay_buffer.t  # 100 steps x 2 envs, no wrap yet
+    stored = np.asarray(algo.replay_buffer.samples.observation[:filled]).reshape(-1, 4, 10, 10)
+    batch = algo.replay_buffer.sample_batch(16)
+    seen = {o.tobytes() for o in stored}
+    for obs in np.asarray(batch.agent_inputs.observation):
+        assert obs.dtype == np.bool_ and obs.tobytes() in seen
 
 
 def test_agents_reject_vector_observations():

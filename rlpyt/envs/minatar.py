@@ -5,9 +5,11 @@ Invaders) on a 10x10 grid of binary object channels: Atari-like decisions at a c
 a CPU trains on.  ``MinAtarEnv`` wraps the package's own ``minatar.Environment`` and
 so plays exactly its game, with the paper's settings as defaults:
 
-* **observations** ``uint8 [C, 10, 10]`` (channels first, 0/1), the package's
-  ``[10, 10, C]`` bool state transposed (C: 4 Asterix, 4 Breakout, 7 Freeway,
-  10 Seaquest, 6 Space Invaders);
+* **observations** ``bool [C, 10, 10]`` (channels first), the package's ``[10, 10, C]``
+  bool state transposed (C: 4 Asterix, 4 Breakout, 7 Freeway, 10 Seaquest, 6 Space
+  Invaders).  Bool, not uint8: the replay rules of DQN and R2D1 store ``uint8`` images
+  of 3 or more dims as stacks of frames shared between steps (Atari), which these
+  channels are not; bool observations are kept whole, at one byte per cell;
 * **sticky actions**: with probability ``sticky_action_prob=0.1`` the previous action
   repeats, drawn by the package from the env's random stream (the paper's Section 2);
 * **difficulty ramping** on (``difficulty_ramping=True``), as in the paper's runs;
@@ -128,7 +130,7 @@ class MinAtarEnv(Env):
         height, width, channels = self._env.state_shape()
         self._action_space = IntBox(low=0, high=len(self._action_set))
         self._observation_space = IntBox(low=0, high=2, shape=(channels, height, width),
-                                         dtype="uint8")
+                                         dtype="bool")
         self._horizon = max_episode_steps
         self._step_limit = float("inf") if max_episode_steps is None else max_episode_steps
         self._steps = 0
@@ -140,8 +142,8 @@ class MinAtarEnv(Env):
         return self._action_set
 
     def _observation(self) -> np.ndarray:
-        # The bool [H, W, C] state as uint8 [C, H, W] (a fresh array: samplers keep it).
-        return np.ascontiguousarray(self._env.state().transpose(2, 0, 1), dtype=np.uint8)
+        # The bool [H, W, C] state as [C, H, W] (a fresh array: samplers keep it).
+        return np.ascontiguousarray(self._env.state().transpose(2, 0, 1), dtype=bool)
 
     def step(self, action: Any) -> EnvStep:
         index = int(action)
