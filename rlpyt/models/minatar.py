@@ -11,7 +11,7 @@ ReLU after each.  On top of it:
 | ``MinAtarR2d1Model(o, a, r, rnn_state)`` | ``(q, next_rnn_state)``: an LSTM after the torso |
 
 Observations are ``[..., C, 10, 10]`` of 0/1 values (any dtype: ``MinAtarEnv`` gives
-uint8), used as they are (no 1/255 scaling).  Leading dims ``[]``, ``[B]`` or ``[T, B]``
+bool), used as they are (no 1/255 scaling).  Leading dims ``[]``, ``[B]`` or ``[T, B]``
 are kept.
 """
 
