@@ -6,9 +6,9 @@ a uniformly random policy's 0.52 +- 0.04 (300 episodes, measured with this wrapp
 At least 2 of 3 seeds must pass; a seed stops as soon as it passes and no further seed
 runs once the outcome is decided (about 30 s on the shared 2-core machine).
 
-Why this threshold at this budget: Young & Tian (2019) report learning curves only (their
-Figure 2 and the MinAtar README's results figure: 30 runs, 5M frames), with no table of
-values, so no number can be read off at 50k frames; both their agents (DQN, whose first
+Why this threshold at this budget: Young & Tian (2019) report learning curves only (the
+paper's figures and the MinAtar README's results figure: 30 runs, 5M frames), with no
+table of values, so no number can be read off at 50k frames; both their agents (DQN, whose first
 105k frames are mostly random by design, and online AC(lambda)) rise above the random
 level on Breakout in the first part of the curve.  The threshold is therefore set against
 the measured random baseline and against our own curves of this setting (seeds 0 and 1
