@@ -3,11 +3,11 @@ PY ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
-EXTRAS := atari,mujoco,box2d,ray,dev
+EXTRAS := atari,mujoco,box2d,ray,minatar,docs,dev
 # Two pytest workers match the CI machine's two cores; override with `make test JOBS=1`.
 JOBS ?= 2
 
-.PHONY: demo test lint unit learning bench clean
+.PHONY: demo test lint docs unit learning bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -23,7 +23,12 @@ lint: $(STAMP)
 	$(BIN)/ruff check rlpyt tests examples bench
 	$(BIN)/lint-imports
 
-test: lint
+# The documentation site (mkdocs.yml) into site/; --strict: broken links, missing API
+# references and unlisted pages fail the build, so `make test` keeps the docs from rotting.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+test: lint docs
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadgroup tests
 
 unit: $(STAMP)
@@ -36,4 +41,4 @@ bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[bench]"
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) build site *.egg-info .pytest_cache .ruff_cache

@@ -10,7 +10,7 @@ import math
 import os
 
 from rlpyt.cli.overrides import ConfigError, apply_overrides, parse_override_args
-from rlpyt.cli.presets import PRESETS, import_path
+from rlpyt.cli.presets import PRESETS, import_path, preset_for
 
 __all__ = ["add_train_parser", "build_config", "load_run_config", "run_train",
            "train_from_config"]
@@ -161,7 +161,7 @@ def build_config(args, extra: list[str]) -> dict:
     if args.config:
         config = load_run_config(args.config, "--config")
     else:
-        preset = PRESETS[args.algo]
+        preset = preset_for(args.algo, args.env)  # MinAtar ids: their own preset
         config = dict(
             algo_name=args.algo,
             env={"id": preset.env},
@@ -194,7 +194,7 @@ def build_config(args, extra: list[str]) -> dict:
         config["sampler_type"] = args.sampler_type
     if args.runner != "sync":
         config["runner_type"] = args.runner
-    preset = PRESETS[config["algo_name"]]
+    preset = preset_for(config["algo_name"], config["env"]["id"])
     _check_async(config, preset)
     env = dict(config["env"])
     kind = _action_kind(env.pop("id"), env)

@@ -338,8 +338,11 @@ def _infill(info: dict, fill: dict) -> dict:
     return info
 
 
-def make(*args: Any, info_example: dict | None = None, **kwargs: Any) -> GymEnvWrapper:
+def make(*args: Any, info_example: dict | None = None, **kwargs: Any) -> Env:
     """``gymnasium.make(*args, **kwargs)`` wrapped in a ``GymEnvWrapper``.
+
+    ``MinAtar/<Game>`` ids make a ``rlpyt.envs.minatar.MinAtarEnv`` instead (``kwargs``
+    as its keywords).
 
     Args:
         *args, **kwargs: passed to ``gymnasium.make`` (``make("CartPole-v1")`` or
@@ -349,6 +352,13 @@ def make(*args: Any, info_example: dict | None = None, **kwargs: Any) -> GymEnvW
     An unknown id raises ``ValueError`` listing the closest registered ids.
     """
     env_id = args[0] if args else kwargs.get("id")
+    if isinstance(env_id, str) and env_id.startswith("MinAtar/"):
+        from rlpyt.envs.minatar import make as make_minatar
+
+        if info_example is not None:
+            raise ValueError("make: info_example is not supported for MinAtar ids (their "
+                             "env_info is fixed: EnvInfo(timeout))")
+        return make_minatar(*args, **kwargs)
     if isinstance(env_id, str) and env_id.startswith("ALE/"):
         _register_ale_envs()
     try:

@@ -1,0 +1,52 @@
+"""Reproduce the MinAtar paper's DQN (Young & Tian 2019, Section 4) with rlpyt's DQN.
+
+The paper's settings (its ``examples/dqn.py``): the network of ``MinAtarDqnModel``
+(3x3 conv of 16, 128 hidden units), batch 32, replay 100k, one gradient step per env
+step (``replay_ratio=32``), a hard target copy every 1000 steps, 5000 uniformly random
+steps before learning, epsilon 1 -> 0.1 over the next 100k steps, Huber loss, centered
+RMSProp (lr 2.5e-4, squared-gradient decay 0.95, momentum 0.95, eps 0.01), discount
+0.99, no gradient clipping, all 6 actions, sticky actions 0.1, difficulty ramping.
+One env (``batch_B=1``); the sampler collects ``batch_T=4`` steps between the 4
+gradient steps of each iteration.
+
+    nice -n 19 python bench/minatar/dqn.py --n-steps 5e6              # the paper's budget
+    python bench/minatar/dqn.py --games Breakout --seeds 0 --n-steps 2e5
+    python bench/minatar/report.py
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from common import main_guard, parse_args, sweep
+
+main_guard()
+
+import torch  # noqa: E402
+
+from rlpyt.agents.dqn.minatar import MinAtarDqnAgent  # noqa: E402
+from rlpyt.algos.dqn.dqn import DQN  # noqa: E402
+from rlpyt.envs.minatar import MinAtarEnv  # noqa: E402
+from rlpyt.runners.minibatch_rl import MinibatchRl  # noqa: E402
+from rlpyt.samplers.serial.sampler import SerialSampler  # noqa: E402
+
+ALGO_KWARGS = dict(
+    discount=0.99, batch_size=32, min_steps_learn=5_000, replay_size=100_000,
+    replay_ratio=32, target_update_interval=1_000, learning_rate=2.5e-4,
+    OptimCls=torch.optim.RMSprop,
+    optim_kwargs=dict(alpha=0.95, momentum=0.95, eps=0.01, centered=True),
+    eps_steps=105_000, delta_clip=1.0, clip_grad_norm=None,
+)
+AGENT_KWARGS = dict(eps_final=0.1, eps_eval=0.0)
+
+
+def make_runner(game: str, seed: int, args: argparse.Namespace) -> MinibatchRl:
+    sampler = SerialSampler(EnvCls=MinAtarEnv, env_kwargs=dict(game=game), batch_T=4,
+                            batch_B=1, max_decorrelation_steps=0)
+    return MinibatchRl(algo=DQN(**ALGO_KWARGS), agent=MinAtarDqnAgent(**AGENT_KWARGS),
+                       sampler=sampler, n_steps=args.n_steps, seed=seed,
+                       log_interval_steps=args.log_interval, log_traj_window=args.traj_window)
+
+
+if __name__ == "__main__":
+    sweep(parse_args("dqn", __doc__.splitlines()[0]), make_runner)
