@@ -16,6 +16,7 @@ import threading
 import time
 
 import gymnasium as gym
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
@@ -476,3 +477,29 @@ def test_categorical_dqn_accepts_wait_reset_collectors_and_masks_filler_steps(tm
     stored = torch.as_tensor(replay.samples.timeout[:50 * 8])
     filler = torch.cat([valid_from_done(done[i:i + 8]) == 0 for i in range(0, 400, 8)])
     assert filler.any() and torch.equal(stored, filler)
+
+
+@pytest.mark.parametrize("name", ["ddpg", "td3", "sac"])
+def test_qpg_algorithms_run_under_async_rl(name, tmp_path):
+    """DDPG, TD3 and SAC train under AsyncRl with the replay ratio held (Pendulum)."""
+    from rlpyt.agents.qpg.ddpg_agent import DdpgAgent
+    from rlpyt.agents.qpg.sac_agent import SacAgent
+    from rlpyt.agents.qpg.td3_agent import Td3Agent
+    from rlpyt.algos.qpg.ddpg import DDPG
+    from rlpyt.algos.qpg.sac import SAC
+    from rlpyt.algos.qpg.td3 import TD3
+
+    AlgoCls, AgentCls = dict(ddpg=(DDPG, DdpgAgent), td3=(TD3, Td3Agent),
+                             sac=(SAC, SacAgent))[name]
+    hidden = dict(hidden_sizes=[32, 32])
+    algo = AlgoCls(batch_size=32, replay_ratio=32, min_steps_learn=200, replay_size=4000)
+    agent = AgentCls(model_kwargs=hidden, q_model_kwargs=hidden)
+    sampler = AsyncSerialSampler(EnvCls=make, env_kwargs=dict(id="Pendulum-v1"), batch_T=4,
+                                 batch_B=2, max_decorrelation_steps=0)
+    runner = AsyncRl(algo, agent, sampler, n_steps=1000, seed=0, log_interval_steps=500)
+    train(runner, tmp_path)
+    assert algo.update_counter == 1000 - 200  # One update per env step after learning starts.
+    assert agent.param_board.version == algo.update_counter
+    rows = read_progress(tmp_path)
+    losses = [float(v) for k, v in rows[-1].items() if "loss" in k.lower() and "Average" in k]
+    assert losses and all(np.isfinite(losses))
