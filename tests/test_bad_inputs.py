@@ -110,3 +110,22 @@ def test_cli_debug_flag_shows_the_traceback(tmp_path):
     with pytest.raises(ValueError, match="min_steps_learn"):
         main(["--debug", "train", "--algo", "dqn", "--algo.min_steps_learn", "9000",
               "--n-steps", "5000", "--log-dir", str(tmp_path)])
+
+
+# ---- a mistyped keyword in the Python API suggests the nearest valid one ------------------
+@pytest.mark.parametrize("build,typo,suggestion", [
+    ("rlpyt.algos.pg.ppo:PPO", "learnin_rate", "learning_rate"),
+    ("rlpyt.algos.dqn.dqn:DQN", "replay_ration", "replay_ratio"),
+    ("rlpyt.agents.dqn.r2d1_agent:R2d1Agent", "eps_finl", "eps_final"),
+    ("rlpyt.samplers.serial.sampler:SerialSampler", "batch_t", "batch_T"),
+    ("rlpyt.samplers.async_.cpu_sampler:AsyncCpuSampler", "bach_timeout", "batch_timeout"),
+    ("rlpyt.runners.minibatch_rl:MinibatchRlEval", "log_interval_step", "log_interval_steps"),
+])
+def test_python_api_typo_suggests_the_nearest_keyword(build, typo, suggestion):
+    import importlib
+
+    module, name = build.split(":")
+    cls = getattr(importlib.import_module(module), name)
+    with pytest.raises(TypeError, match=f"{name} got an unexpected keyword argument "
+                                        f"'{typo}'; did you mean '{suggestion}'"):
+        cls(**{typo: 1})

@@ -13,6 +13,7 @@ import torch
 from rlpyt.models.utils import set_train_mode, strip_ddp_state_dict
 from rlpyt.utils.buffer import buffer_to
 from rlpyt.utils.collections import namedarraytuple
+from rlpyt.utils.quick_args import KeywordCheckedInit
 
 __all__ = [
     "AgentInputs",
@@ -32,7 +33,7 @@ AgentStep = namedarraytuple("AgentStep", ["action", "agent_info"])
 _MODES = ("train", "sample", "eval")
 
 
-class BaseAgent:
+class BaseAgent(KeywordCheckedInit):
     """Holds a model and a distribution; subclasses define ``__call__`` and ``step``.
 
     Args:

@@ -14,12 +14,13 @@ from __future__ import annotations
 from typing import Any
 
 from rlpyt.algos.optim import clip_grad_norm, make_optimizer
+from rlpyt.utils.quick_args import KeywordCheckedInit
 
 __all__ = ["RlAlgorithm", "clip_grad_norm", "make_optimizer"]
 
 # Re-exported: the optimizer helpers live in rlpyt.algos.optim.
 
-class RlAlgorithm:
+class RlAlgorithm(KeywordCheckedInit):
     """Base class of every algorithm.
 
     Class attributes:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from rlpyt.utils.process import apply_affinity
+from rlpyt.utils.quick_args import KeywordCheckedInit
 
 __all__ = ["BaseRunner", "DivergenceError", "apply_affinity"]
 
@@ -16,7 +17,7 @@ def affinity_cpu_count() -> int:
         return os.cpu_count() or 1
 
 
-class BaseRunner:
+class BaseRunner(KeywordCheckedInit):
     """A runner wires sampler, agent and algorithm, then loops in ``train()``."""
 
     def train(self):

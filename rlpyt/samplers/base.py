@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rlpyt.envs.traj_info import TrajInfo
 from rlpyt.samplers.collections import BatchSpec
+from rlpyt.utils.quick_args import KeywordCheckedInit
 
 __all__ = ["BaseSampler"]
 
@@ -18,7 +19,7 @@ def _positive_int(name: str, value, allow_zero: bool = False) -> int:
     return value
 
 
-class BaseSampler:
+class BaseSampler(KeywordCheckedInit):
     """Collects ``[T, B]`` batches of agent-environment interaction.
 
     Args:

@@ -8,10 +8,12 @@ Usage, at the top of ``__init__``::
 
 from __future__ import annotations
 
+import difflib
+import functools
 import inspect
 from typing import Any
 
-__all__ = ["save__init__args"]
+__all__ = ["KeywordCheckedInit", "accepted_keywords", "check_keywords", "save__init__args"]
 
 
 def save__init__args(
@@ -70,3 +72,59 @@ def _calling_class(cls: type, frame) -> type:
             return klass
     # Called from outside an __init__ (e.g. a helper): fall back to the object's class.
     return cls
+
+
+def accepted_keywords(cls) -> set[str] | None:
+    """Keyword names ``cls(...)`` accepts, following ``**kwargs`` up the MRO; None when the
+    chain stays open to the end (anything is accepted)."""
+    names: set[str] = set()
+    for klass in inspect.getmro(cls):
+        init = klass.__dict__.get("__init__")
+        if init is None or klass is object:
+            continue
+        params = inspect.signature(init).parameters.values()
+        names.update(p.name for p in params if p.name != "self" and p.kind in (
+            inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY))
+        if not any(p.kind == inspect.Parameter.VAR_KEYWORD for p in params):
+            forwarded = getattr(cls, "forwards_keywords_to", None)
+            if forwarded is not None:  # e.g. an async sampler builds the sampler it wraps
+                names |= accepted_keywords(getattr(cls, forwarded)) or set()
+            return names
+    return None
+
+
+def check_keywords(cls, kwargs: dict) -> None:
+    """Raise ``TypeError`` naming each keyword ``cls`` does not take, the nearest valid one
+    and the valid ones (Python's own message names neither)."""
+    valid = accepted_keywords(cls)
+    if valid is None:
+        return
+    for key in kwargs:
+        if key not in valid:
+            close = difflib.get_close_matches(key, sorted(valid), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise TypeError(f"{cls.__name__} got an unexpected keyword argument {key!r}{hint} "
+                            f"Valid keywords: {sorted(valid)}")
+
+
+class KeywordCheckedInit:
+    """Base of the components launch scripts build with keywords (algorithms, agents,
+    samplers, runners): a mistyped keyword raises ``TypeError`` that suggests the nearest
+    valid one.  The check runs once per construction, in the most derived ``__init__``;
+    a class whose ``__init__`` hands its ``**kwargs`` to another class than its parent
+    names that class's attribute in ``forwards_keywords_to``."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        init = cls.__init__  # Its own, or one inherited from a mixin earlier in the MRO.
+        if getattr(init, "_checks_keywords", False):
+            return  # Inherited from a checked class: it checks type(self).
+
+        @functools.wraps(init)
+        def checked_init(self, *args, **kw):
+            if type(self).__init__ is checked_init:
+                check_keywords(type(self), kw)
+            init(self, *args, **kw)
+
+        checked_init._checks_keywords = True
+        cls.__init__ = checked_init

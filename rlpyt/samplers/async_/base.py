@@ -51,6 +51,7 @@ class AsyncSamplerBase(BaseSampler):
     """
 
     SamplerCls: type[BaseSampler]
+    forwards_keywords_to = "SamplerCls"  # Its keywords are checked as the wrapped class's.
 
     def __init__(self, *args, batch_timeout: float | None = 120.0, **kwargs):
         self.sampler = self.SamplerCls(*args, **kwargs)
