@@ -9,8 +9,9 @@ alternating runs, medians of 3 pairs on the shared 2-core machine):
 
 - the direct fused Adam step (``FusedAdamStep``, ``torch._fused_adam_``): 1.36x on
   ``bench/pg_cartpole.py`` PPO (per pair 1.36, 1.40, 1.11), 1.20x on ``bench/dqn.py``
-  (1.20, 1.19, 1.44): kept (1.08x on ``bench/sac.py``, where batch-256 updates dwarf
-  the overhead);
+  (1.20, 1.19, 1.44): kept for the PG and DQN families; 1.08x on ``bench/sac.py``
+  (batch-256 updates dwarf the overhead), so DDPG/TD3/SAC step through the public
+  ``optimizer.step()``;
 - the direct call of the autograd engine for ``backward``: 1.00x PPO, 0.94x A2C,
   1.02x DQN: dropped, ``loss.backward()``;
 - the direct foreach RMSprop step: 0.93x on A2C (RMSprop): dropped,
