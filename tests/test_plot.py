@@ -107,5 +107,6 @@ def test_cli_errors_name_the_problem(two_settings, capsys):
     assert main(["plot", str(two_settings / "ppo"), "--labels", "a", "b"]) == 2
     assert "2 labels for 1 settings" in capsys.readouterr().out
     assert main(["plot", str(two_settings / "ppo"), "--smooth", "0"]) == 2
-    with pytest.raises(FileNotFoundError, match="no progress.csv"):
-        main(["plot", str(two_settings / "nothing_here")])
+    # A missing run is one line of error (rlpyt --debug shows the traceback).
+    assert main(["plot", str(two_settings / "nothing_here")]) == 2
+    assert "no progress.csv" in capsys.readouterr().err

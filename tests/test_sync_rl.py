@@ -281,11 +281,17 @@ def _cpu_ranks(n=2):
 
 
 def _no_children_left():
-    """No process of the run is left (Python's own resource tracker stays, by design)."""
+    """No process of the run is left.  multiprocessing's own helpers (the resource tracker,
+    and a fork server another test of this worker may have started) live as long as this
+    process, by design."""
+    from multiprocessing import forkserver
+
+    helpers = {getattr(forkserver._forkserver, "_forkserver_pid", None)}
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
         children = [p for p in psutil.Process().children(recursive=True)
-                    if "resource_tracker" not in " ".join(_cmdline(p))]
+                    if "resource_tracker" not in " ".join(_cmdline(p))
+                    and p.pid not in helpers]
         if not children:
             return True
         time.sleep(0.1)
