@@ -52,3 +52,31 @@ def prev_action_features(
             f"[T={T}, B={B}] with action_size={action_size}"
         )
     return prev_action.reshape(T, B, action_size).to(dtype)
+
+
+def recurrent_q_values(
+    lstm: torch.nn.LSTM,
+    head: torch.nn.Module,
+    features: torch.Tensor,
+    prev_action: torch.Tensor,
+    prev_reward: torch.Tensor,
+    n_actions: int,
+    init_rnn_state: RnnState | None,
+) -> tuple[torch.Tensor, RnnState]:
+    """The recurrent part of an R2D1 Q-network: ``features`` ``[T, B, F]`` with the one-hot
+    previous action and the previous reward through ``lstm``, then ``head``.
+
+    Returns ``(q [T * B, n_actions], next_rnn_state)``.
+    """
+    T, B = features.shape[:2]
+    lstm_input = torch.cat(
+        [
+            features,
+            prev_action_features(prev_action, T, B, n_actions, discrete=True,
+                                 dtype=features.dtype),
+            prev_reward.reshape(T, B, 1).to(features.dtype),
+        ],
+        dim=2,
+    )
+    lstm_out, next_rnn_state = run_lstm(lstm, lstm_input, init_rnn_state)
+    return head(lstm_out.reshape(T * B, -1)), next_rnn_state

@@ -8,7 +8,7 @@ import torch
 
 from rlpyt.models.conv2d import Conv2dHeadModel
 from rlpyt.models.dqn.mlp import q_head
-from rlpyt.models.rnn import RnnState, prev_action_features, run_lstm
+from rlpyt.models.rnn import RnnState, recurrent_q_values
 from rlpyt.utils.tensor import infer_leading_dims, restore_leading_dims
 
 __all__ = ["AtariR2d1Model", "RnnState"]
@@ -81,15 +81,6 @@ class AtariR2d1Model(torch.nn.Module):
         lead_dim, T, B, img_shape = infer_leading_dims(image, 3)
         img = image.reshape(T * B, *img_shape).to(torch.float32) * (1.0 / 255)
         features = self.conv(img).reshape(T, B, -1)
-        lstm_input = torch.cat(
-            [
-                features,
-                prev_action_features(prev_action, T, B, self.output_size, discrete=True,
-                                     dtype=features.dtype),
-                prev_reward.reshape(T, B, 1).to(features.dtype),
-            ],
-            dim=2,
-        )
-        lstm_out, next_rnn_state = run_lstm(self.lstm, lstm_input, init_rnn_state)
-        q = self.head(lstm_out.reshape(T * B, -1))
+        q, next_rnn_state = recurrent_q_values(self.lstm, self.head, features, prev_action,
+                                               prev_reward, self.output_size, init_rnn_state)
         return restore_leading_dims(q, lead_dim, T, B), next_rnn_state

@@ -8,7 +8,7 @@ import torch
 
 from rlpyt.models.dqn.mlp import q_head
 from rlpyt.models.mlp import MlpModel
-from rlpyt.models.rnn import RnnState, prev_action_features, run_lstm
+from rlpyt.models.rnn import RnnState, recurrent_q_values
 from rlpyt.utils.tensor import infer_leading_dims, restore_leading_dims
 
 __all__ = ["R2d1MlpModel", "RnnState"]
@@ -61,15 +61,6 @@ class R2d1MlpModel(torch.nn.Module):
     ) -> tuple[torch.Tensor, RnnState]:
         lead_dim, T, B, _ = infer_leading_dims(observation, self._obs_ndim)
         features = self.mlp(observation.reshape(T * B, -1).float()).reshape(T, B, -1)
-        lstm_input = torch.cat(
-            [
-                features,
-                prev_action_features(prev_action, T, B, self.output_size, discrete=True,
-                                     dtype=features.dtype),
-                prev_reward.reshape(T, B, 1).to(features.dtype),
-            ],
-            dim=2,
-        )
-        lstm_out, next_rnn_state = run_lstm(self.lstm, lstm_input, init_rnn_state)
-        q = self.head(lstm_out.reshape(T * B, -1))
+        q, next_rnn_state = recurrent_q_values(self.lstm, self.head, features, prev_action,
+                                               prev_reward, self.output_size, init_rnn_state)
         return restore_leading_dims(q, lead_dim, T, B), next_rnn_state
