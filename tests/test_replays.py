@@ -20,6 +20,7 @@ from rlpyt.replays.non_sequence.frame import (
     AsyncPrioritizedReplayFrameBuffer,
     AsyncUniformReplayFrameBuffer,
     PrioritizedReplayFrameBuffer,
+    TlUniformReplayFrameBuffer,
     UniformReplayFrameBuffer,
 )
 from rlpyt.replays.non_sequence.prioritized import (
@@ -389,3 +390,66 @@ def test_buffers_pickle_with_their_data_after_sampling():
     batch = copy.extract_batch(np.arange(1, 9), np.zeros(8, dtype=np.int64))
     assert np.array_equal(batch.agent_inputs.observation.numpy(),
                           stream.history["observation"][1:9, 0])
+
+
+# ----- frame storage checks what it assumes -----
+
+
+def test_frame_buffer_refuses_a_uint8_image_that_is_not_a_frame_stack():
+    """A [C, H, W] uint8 channel image (RGB, MinAtar as uint8) looks like a frame stack
+    to the replay rule; storing it frame by frame would rebuild it wrong, so the first
+    append says so and names the replay that stores whole observations."""
+    rng = np.random.default_rng(0)
+    images = rng.integers(0, 256, size=(6, 2, 3, 5, 5)).astype(np.uint8)
+    example = SamplesToBuffer(images[0, 0], np.int64(0), np.float32(0), False)
+    buf = UniformReplayFrameBuffer(example, 20, 2)
+    batch = SamplesToBuffer(images, np.zeros((6, 2), np.int64), np.zeros((6, 2), np.float32),
+                            np.zeros((6, 2), bool))
+    with pytest.raises(ValueError, match="not one frame stack shifted.*ReplayBufferCls="):
+        buf.append_samples(batch)
+    whole = UniformReplayBuffer(example, 20, 2)  # The suggested replay stores them exactly.
+    whole.append_samples(batch)
+    assert np.array_equal(whole.samples.observation[:6], images)
+
+
+def test_frame_buffer_refuses_stacks_padded_by_repeating_the_first_frame():
+    """After a reset the rebuilt stack is zero-padded; an env that pads by repeating
+    its first frame (Gymnasium's FrameStackObservation default) would be trained on
+    stacks it never showed the agent."""
+    stream = Stream(2, seed=1, n_frames=4, done_p=0.3)
+    batch = stream.batch(10)
+    obs = np.array(batch.observation)
+    done = np.asarray(batch.done)
+    t, b = (int(i) for i in np.argwhere(done[:-1])[0])
+    obs[t + 1, b, :3] = obs[t + 1, b, 3]  # Repeat the newest frame instead of zeros.
+    buf = UniformReplayFrameBuffer(stream.example(), 40, 2)
+    with pytest.raises(ValueError, match="not zero-padded"):
+        buf.append_samples(batch._replace(observation=obs))
+
+
+def test_frame_buffer_checks_the_seam_between_appends_then_stops_checking():
+    stream = Stream(2, seed=2, n_frames=4)
+    buf = UniformReplayFrameBuffer(stream.example(), 400, 2)
+    buf.verify_steps = 12
+    buf.append_samples(stream.batch(6))
+    second = stream.batch(6)
+    broken = np.array(second.observation)
+    broken[0, 0] = 255 - broken[0, 0]  # Only its link to the previous append is wrong.
+    with pytest.raises(ValueError, match="shifted"):
+        buf.append_samples(second._replace(observation=broken))
+    buf.append_samples(second)
+    buf.append_samples(stream.batch(6))  # 15 steps verified: checking stops here.
+    unchecked = stream.batch(6)
+    buf.append_samples(unchecked._replace(observation=255 - np.array(unchecked.observation)))
+
+
+def test_frame_buffer_ignores_masked_filler_steps():
+    """Wait-reset collectors write filler steps (flagged ``timeout``) after an env's
+    episode ends; their observations are not part of any stack and are not checked."""
+    stream = Stream(2, seed=3, n_frames=4, timeout=True, done_p=0.0)
+    batch = stream.batch(8)
+    obs, timeout = np.array(batch.observation), np.array(batch.timeout)
+    obs[5:, 1] = 7  # Env 1 idles after step 4: frozen filler.
+    timeout[5:, 1] = True
+    buf = TlUniformReplayFrameBuffer(stream.example(), 40, 2)
+    buf.append_samples(batch._replace(observation=obs, timeout=timeout))

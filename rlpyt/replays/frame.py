@@ -35,7 +35,15 @@ class FrameBufferMixin:
     Rebuilt stacks hold zeros, never frames of the previous episode, before an
     episode's first step (after a ``done``), as the env's own stack does after a
     reset.  The frames preceding the very first step come from its stack.
+
+    The first ``verify_steps`` appended steps are checked against both assumptions
+    (each stack is the previous one shifted by a frame; a reset stack is zero-padded),
+    so an observation that only looks like a frame stack (a ``uint8`` channel image,
+    or a stack padded by repeating the first frame) fails loudly instead of being
+    stored wrong.
     """
+
+    verify_steps = 2_000
 
     def __init__(self, example, *args, **kwargs):
         observation = getattr(example, "observation", None)
@@ -44,6 +52,8 @@ class FrameBufferMixin:
                 f"{type(self).__name__}: example.observation must be one frame stack "
                 f"[n_frames, H, W, ...], got shape {np.shape(observation)}")
         self.n_frames = int(np.shape(observation)[0])
+        self._verified_steps = 0
+        self._previous_stack: tuple = ()  # The last appended step, while verifying.
         super().__init__(example, *args, **kwargs)
         self.samples_frames = buffer_from_example(
             np.asarray(observation)[0], (self.T + self.n_frames - 1, self.B),
@@ -66,6 +76,9 @@ class FrameBufferMixin:
                 f"{type(self).__name__}.append_samples: observation shape {observation.shape} "
                 f"is not [T, B] + {(self.n_frames,) + self.samples_frames.shape[2:]} "
                 f"(a stack of n_frames={self.n_frames} frames per step)")
+        if self._verified_steps < self.verify_steps:
+            self._verify_stacks(observation, np.asarray(samples.done, dtype=bool),
+                                getattr(samples, "timeout", None))
         T_idxs, B_idxs = super().append_samples(samples)
         fm1 = self.n_frames - 1
         if self.count == len(T_idxs) and fm1 > 0:  # First append: frames before step 0.
@@ -77,6 +90,44 @@ class FrameBufferMixin:
         if fm1 > 0 and repeated.any():
             self.samples_frames[rows[repeated] - self.T] = newest[repeated]
         return T_idxs, B_idxs
+
+    def _verify_stacks(self, observation: np.ndarray, done: np.ndarray, skip) -> None:
+        """Raise if consecutive steps of one env are not a frame stack shifted by one
+        frame, or if an episode's first stack is not zero-padded (both checked only
+        where neither step is a masked filler step, flagged in ``skip``)."""
+        fm1 = self.n_frames - 1
+        if self._previous_stack:  # Join this batch to the last one.
+            observation = np.concatenate([self._previous_stack[0][None], observation])
+            done = np.concatenate([self._previous_stack[1][None], done])
+            if skip is not None:
+                skip = np.concatenate([self._previous_stack[2][None], np.asarray(skip, bool)])
+        skip = np.zeros_like(done) if skip is None else np.asarray(skip, dtype=bool)
+        if fm1 > 0 and len(observation) > 1:
+            self._raise_if_not_stacks(observation, done, skip)
+        self._previous_stack = (observation[-1].copy(), done[-1].copy(), skip[-1].copy())
+        self._verified_steps += len(observation) - 1
+
+    def _raise_if_not_stacks(self, observation: np.ndarray, done: np.ndarray,
+                             skip: np.ndarray) -> None:
+        fm1 = self.n_frames - 1
+        checked = ~(skip[:-1] | skip[1:])
+        older, newer = observation[:-1], observation[1:]
+        shifted = (newer[:, :, :fm1] == older[:, :, 1:]).reshape(*checked.shape, -1).all(-1)
+        padded = (newer[:, :, :fm1] == 0).reshape(*checked.shape, -1).all(-1)
+        bad = checked & np.where(done[:-1], ~padded, ~shifted)
+        if bad.any():
+            t, b = (int(i) for i in np.argwhere(bad)[0])
+            problem = ("an episode's first observation is not zero-padded (its older "
+                       "frames are not all 0)" if done[:-1][t, b] else
+                       "consecutive observations are not one frame stack shifted by a frame")
+            raise ValueError(
+                f"{type(self).__name__}: the observations ({self.n_frames} x "
+                f"{tuple(observation.shape[3:])} uint8) are stored as frame stacks, but "
+                f"{problem} (env {b}, step {t + 1} of the checked batch).  Frame storage "
+                f"would rebuild them wrong.  For a uint8 image that is not a frame stack, "
+                f"give the algorithm a replay that stores whole observations, e.g. "
+                f"ReplayBufferCls=UniformReplayBuffer (rlpyt.replays.non_sequence.uniform); "
+                f"for a stack padded with repeated frames, pad it with zeros instead.")
 
     def _observation_at(self, flat: np.ndarray) -> np.ndarray:
         T_idxs, B_idxs = np.divmod(flat, self.B)

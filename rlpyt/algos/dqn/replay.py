@@ -4,7 +4,10 @@ The rule (``replay_buffer_class``):
 
 * **frames** when the observation is ``uint8`` with at least 3 dims (a stack of
   image frames ``[n_frames, H, W]``, as ``AtariEnv`` gives): each frame is stored once
-  (``...FrameBuffer``), a 4x memory saving;
+  (``...FrameBuffer``), a 4x memory saving.  One example cannot tell a frame stack
+  from a ``uint8`` channel image, so the frame buffer checks its first appended steps
+  (each stack is the previous one shifted by a frame, reset stacks are zero-padded)
+  and raises, naming ``ReplayBufferCls``, when they are not;
 * **prioritized** when ``prioritized_replay=True``;
 * **time-limit aware** (``Tl...``) when ``bootstrap_timelimit=True`` and the env
   reports ``env_info.timeout`` (Gymnasium envs through ``rlpyt.envs.gym`` and
