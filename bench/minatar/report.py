@@ -1,12 +1,21 @@
 """The MinAtar results table (markdown, printed) and learning-curve PNGs from the runs of
-``dqn.py`` / ``ppo.py``.
+``dqn.py``, ``async_dqn.py``, ``ppo.py`` and ``impala.py``.
 
-For each algorithm and game: the final ``ReturnAverage`` of each seed (mean return of
-its latest training episodes at the end of its budget), their mean, standard deviation
-and range across seeds, and a uniformly random policy's mean return on the same env
-(``--random-episodes`` episodes, seed 0) for scale.  One PNG per algorithm,
-``<out-dir>/minatar_<algo>.png``: a panel per game, the mean curve across seeds with a
-min-max band.
+For each algorithm and game, across seeds (mean +- standard deviation):
+
+* the return at ``--at`` frames (default 100k, the budget every algorithm reached), so
+  algorithms run to different budgets are compared at equal experience;
+* the final return (mean return of the latest 100 training episodes at the end of
+  the run's budget), with its range;
+* the training speed, frames per second of wall time (median over seeds), on the
+  machine that ran it;
+* a uniformly random policy's mean return (``--random-episodes`` episodes, seed 0) for
+  scale.
+
+Pictures: ``<out-dir>/minatar_<algo>.png`` (a panel per game, the mean curve across
+seeds with a min-max band) and ``<out-dir>/minatar_all.png`` (every algorithm on one
+panel per game, the first ``--at`` frames on a log axis so short and long budgets
+show side by side).
 
     python bench/minatar/report.py                       # all algorithms found
     python bench/minatar/report.py --out-dir docs/img    # the committed pictures
@@ -15,6 +24,7 @@ min-max band.
 from __future__ import annotations
 
 import argparse
+import csv
 import statistics
 from pathlib import Path
 
@@ -26,6 +36,14 @@ import numpy as np  # noqa: E402
 
 from rlpyt.cli.plot import aggregate, load_curve  # noqa: E402
 from rlpyt.envs.minatar import MinAtarEnv  # noqa: E402
+
+LABELS = {"dqn": "DQN", "async_dqn": "DQN, AsyncRl", "ppo": "PPO", "impala": "IMPALA"}
+COLORS = {"dqn": "tab:blue", "async_dqn": "tab:cyan", "ppo": "tab:orange",
+          "impala": "tab:green"}
+
+
+def label(algo: str) -> str:
+    return LABELS.get(algo, algo)
 
 
 def random_return(game: str, episodes: int, seed: int = 0) -> tuple[float, float]:
@@ -60,20 +78,46 @@ def final_returns(runs: list[Path]) -> tuple[list[float], list[float]]:
     return finals, steps
 
 
-def table(results: Path, algos: list[str], random_episodes: int) -> str:
-    lines = ["| game | algorithm | env steps | seeds | final return: mean +- std [min, max] "
-             "| random policy |", "|---|---|---:|---:|---|---:|"]
+def return_at(run: Path, frames: float) -> float | None:
+    """The run's ReturnAverage at its last row at or before ``frames`` (None if it logged
+    no return by then or never reached ``frames``)."""
+    xs, ys, _ = load_curve(str(run), "ReturnAverage")
+    if not xs or xs[-1] < frames:
+        return None
+    before = [y for x, y in zip(xs, ys) if x <= frames]
+    return before[-1] if before else None
+
+
+def frames_per_second(run: Path) -> float:
+    """Frames over wall time of the whole run (start-up and logging included)."""
+    with open(run / "progress.csv", newline="") as f:
+        last = list(csv.DictReader(f))[-1]
+    return float(last["CumSteps"]) / float(last["CumTime (s)"])
+
+
+def _mean_std(values: list[float]) -> str:
+    std = statistics.pstdev(values) if len(values) > 1 else 0.0
+    return f"{statistics.mean(values):.2f} +- {std:.2f}"
+
+
+def table(results: Path, algos: list[str], random_episodes: int, at: float) -> str:
+    lines = [f"| game | algorithm | frames | seeds | return at {at / 1e3:g}k frames | final "
+             "return [min, max] | frames/s | random policy |",
+             "|---|---|---:|---:|---|---|---:|---:|"]
     for game in GAMES:
         rand_mean, rand_sem = random_return(game, random_episodes)
         for algo in algos:
-            finals, steps = final_returns(runs_of(results, algo, game))
+            runs = runs_of(results, algo, game)
+            finals, steps = final_returns(runs)
             if not finals:
                 continue
-            std = statistics.pstdev(finals) if len(finals) > 1 else 0.0
+            early = [r for r in (return_at(run, at) for run in runs) if r is not None]
+            speed = statistics.median(frames_per_second(run) for run in runs)
             lines.append(
-                f"| {game} | {algo} | {int(min(steps)):,} | {len(finals)} | "
-                f"{statistics.mean(finals):.2f} +- {std:.2f} [{min(finals):.2f}, "
-                f"{max(finals):.2f}] | {rand_mean:.2f} +- {rand_sem:.2f} |")
+                f"| {game} | {label(algo)} | {int(min(steps)):,} | {len(finals)} | "
+                f"{_mean_std(early) if len(early) == len(runs) else '-'} | "
+                f"{_mean_std(finals)} [{min(finals):.2f}, {max(finals):.2f}] | "
+                f"{speed:,.0f} | {rand_mean:.2f} +- {rand_sem:.2f} |")
     return "\n".join(lines)
 
 
@@ -97,10 +141,50 @@ def plot(results: Path, algo: str, out: Path) -> Path | None:
         ax.set_xlabel("env steps (frames)")
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("training return (latest 100 episodes)")
-    fig.suptitle(f"rlpyt {algo.upper()} on MinAtar: mean and min-max over seeds")
+    fig.suptitle(f"rlpyt {label(algo)} on MinAtar: mean and min-max over seeds")
     fig.tight_layout()
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"minatar_{algo}.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def plot_all(results: Path, algos: list[str], out: Path) -> Path:
+    """Every algorithm on one panel per game (log frames axis)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import LogLocator, NullFormatter
+
+    fig, axes = plt.subplots(1, len(GAMES), figsize=(3.6 * len(GAMES), 3.4), squeeze=False)
+    for ax, game in zip(axes[0], GAMES):
+        for algo in algos:
+            runs = runs_of(results, algo, game)
+            if not runs:
+                continue
+            curves = [load_curve(str(r), "ReturnAverage")[:2] for r in runs]
+            grid, mean, low, high = aggregate(curves, "minmax")
+            color = COLORS.get(algo)
+            ax.plot(grid, mean, label=f"{label(algo)} ({len(runs)})", color=color)
+            ax.fill_between(grid, low, high, alpha=0.2, color=color)
+        ax.set_xscale("log")
+        ax.xaxis.set_major_locator(LogLocator(base=10))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_title(game)
+        ax.set_xlabel("frames (log scale)")
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("training return (latest 100 episodes)")
+    handles = {}
+    for ax in axes[0]:  # One legend entry per algorithm, whichever panels it has.
+        handles.update(zip(*ax.get_legend_handles_labels()[::-1]))
+    axes[0][-1].legend(handles.values(), handles.keys(), title="algorithm (seeds)",
+                       fontsize=8)
+    fig.suptitle("rlpyt on MinAtar: mean and min-max over seeds")
+    fig.tight_layout()
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "minatar_all.png"
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
@@ -115,13 +199,19 @@ def main() -> None:
                    help="where the PNGs go (default <results-dir>)")
     p.add_argument("--random-episodes", type=int, default=100,
                    help="episodes of the random-policy baseline per game (default 100)")
+    p.add_argument("--at", type=float, default=1e5,
+                   help="frames at which every algorithm's return is compared (default 1e5)")
     args = p.parse_args()
-    algos = args.algos or sorted(d.name for d in args.results_dir.iterdir() if d.is_dir())
+    found = sorted(d.name for d in args.results_dir.iterdir() if d.is_dir())
+    algos = args.algos or [a for a in LABELS if a in found] + [a for a in found
+                                                                if a not in LABELS]
+    out = args.out_dir or args.results_dir
     for algo in algos:
-        path = plot(args.results_dir, algo, args.out_dir or args.results_dir)
+        path = plot(args.results_dir, algo, out)
         if path is not None:
-            print(f"{algo}: curves written to {path}")
-    print(table(args.results_dir, algos, args.random_episodes))
+            print(f"{label(algo)}: curves written to {path}")
+    print(f"all: curves written to {plot_all(args.results_dir, algos, out)}")
+    print(table(args.results_dir, algos, args.random_episodes, args.at))
 
 
 if __name__ == "__main__":
