@@ -121,10 +121,7 @@ def test_impala_learns_cartpole_under_async_rl(tmp_path):
         sampler = AsyncSerialSampler(EnvCls=make, env_kwargs=dict(id="CartPole-v1"),
                                      batch_T=16, batch_B=8, max_decorrelation_steps=0,
                                      eval_n_envs=5, eval_max_trajectories=5)
-        algo = Impala(discount=0.99, vtrace_lambda=0.95, learning_rate=1e-3,
-                      entropy_loss_coeff=0.0, value_loss_coeff=0.5, clip_grad_norm=0.5,
-                      normalize_advantage=True)
-        return RunnerCls(algo=algo, agent=CategoricalPgAgent(), sampler=sampler,
+        return RunnerCls(algo=Impala(**PRESETS["impala"].algo_kwargs), agent=CategoricalPgAgent(), sampler=sampler,
                          n_steps=300_000, seed=seed, log_interval_steps=20_000)
 
     run_seeds(build, seeds=[0, 1, 2], needed=2, threshold=475, tmp_path=tmp_path,

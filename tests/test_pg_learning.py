@@ -28,12 +28,6 @@ RECURRENT_PPO = dict(discount=0.98, gae_lambda=0.8, learning_rate=1e-3, epochs=2
                      value_loss_coeff=0.5, clip_grad_norm=0.5, normalize_advantage=True)
 
 
-# Impala on CartPole: on-policy under MinibatchRl (every rho is 1), with V-trace's
-# lambda (paper, Remark 2) trading variance for bias like GAE's.
-IMPALA = dict(discount=0.99, vtrace_lambda=0.95, learning_rate=1e-3, entropy_loss_coeff=0.0,
-              value_loss_coeff=0.5, clip_grad_norm=0.5, normalize_advantage=True)
-
-
 def _cartpole_run(name, AlgoCls, seed, n_steps, log_interval, tmp_path):
     preset = PRESETS[name]
     sampler = SerialSampler(EnvCls=make, env_kwargs=dict(id="CartPole-v1"),
@@ -66,7 +60,8 @@ def test_impala_cartpole_2_of_3_seeds(tmp_path):
     for seed in range(3):
         sampler = SerialSampler(EnvCls=make, env_kwargs=dict(id="CartPole-v1"), batch_T=16,
                                 batch_B=8, max_decorrelation_steps=0, **EVAL)
-        results[seed] = train_until(Impala(**IMPALA), CategoricalPgAgent(), sampler, 300_000,
+        results[seed] = train_until(Impala(**PRESETS["impala"].algo_kwargs),
+                                    CategoricalPgAgent(), sampler, 300_000,
                                     seed, 475, tmp_path / f"impala{seed}", 20_000)
         solved = sum(s["best_eval_return"] >= 475 for s in results.values())
         if solved >= 2 or solved + (2 - seed) < 2:

@@ -73,6 +73,21 @@ PRESETS: dict[str, Preset] = {
         runner_kwargs=dict(n_steps=500_000, log_interval_steps=25_000),
         description="Advantage Actor-Critic (synchronous A3C)",
     ),
+    "impala": Preset(
+        algo="rlpyt.algos.pg.impala:Impala",
+        agents=_PG_AGENTS,
+        env="CartPole-v1",
+        # V-trace's lambda (paper, Remark 2) trades variance for bias like GAE's; on-policy
+        # under the default runner (every rho is 1), off-policy-corrected with
+        # --runner async (checked by tests/test_pg_learning.py, test_async_learning.py).
+        algo_kwargs=dict(discount=0.99, vtrace_lambda=0.95, learning_rate=1e-3,
+                         entropy_loss_coeff=0.0, value_loss_coeff=0.5, clip_grad_norm=0.5,
+                         normalize_advantage=True),
+        sampler_kwargs=dict(batch_T=16, batch_B=8, max_decorrelation_steps=0,
+                            eval_n_envs=4, eval_max_trajectories=8),
+        runner_kwargs=dict(n_steps=300_000, log_interval_steps=20_000),
+        description="IMPALA's V-trace actor-critic (asynchronous with --runner async)",
+    ),
     "r2d1": Preset(
         algo="rlpyt.algos.dqn.r2d1:R2D1",
         agents={"discrete": "rlpyt.agents.dqn.r2d1_agent:R2d1Agent"},
