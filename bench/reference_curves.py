@@ -1,7 +1,8 @@
 """Learning curves of every ``rlpyt train`` preset on its reference task, several seeds.
 
 Each algorithm trains with its preset (the settings its learning test checks: PPO, A2C,
-DQN and C51 on CartPole-v1, SAC, TD3 and DDPG on Pendulum-v1) for the preset's budget,
+IMPALA, DQN, C51 and R2D1 on CartPole-v1, SAC, TD3 and DDPG on Pendulum-v1) for the
+preset's budget,
 one run per seed, under ``<results-dir>/<algo>/run_<seed>`` (git-ignored), then
 ``rlpyt plot`` draws the mean evaluation return with a min-max band across seeds into
 ``<out-dir>/reference_<algo>.png``.  Finished runs are kept (delete them to re-run);
