@@ -15,27 +15,17 @@ wall time.  Needs 2 cores.
 
 from __future__ import annotations
 
-import argparse
+import functools
 
 from common import main_guard, parse_args, sweep
-from dqn import AGENT_KWARGS, ALGO_KWARGS
+from dqn import make_runner
 
 main_guard()
 
-from rlpyt.agents.dqn.minatar import MinAtarDqnAgent  # noqa: E402
-from rlpyt.algos.dqn.dqn import DQN  # noqa: E402
-from rlpyt.envs.minatar import MinAtarEnv  # noqa: E402
 from rlpyt.runners.async_rl import AsyncRl  # noqa: E402
 from rlpyt.samplers.async_.serial_sampler import AsyncSerialSampler  # noqa: E402
 
-
-def make_runner(game: str, seed: int, args: argparse.Namespace) -> AsyncRl:
-    sampler = AsyncSerialSampler(EnvCls=MinAtarEnv, env_kwargs=dict(game=game), batch_T=16,
-                                 batch_B=1, max_decorrelation_steps=0)
-    return AsyncRl(algo=DQN(**ALGO_KWARGS), agent=MinAtarDqnAgent(**AGENT_KWARGS),
-                   sampler=sampler, n_steps=args.n_steps, seed=seed,
-                   log_interval_steps=args.log_interval, log_traj_window=args.traj_window)
-
-
 if __name__ == "__main__":
-    sweep(parse_args("async_dqn", __doc__.splitlines()[0]), make_runner)
+    sweep(parse_args("async_dqn", __doc__.splitlines()[0]),
+          functools.partial(make_runner, RunnerCls=AsyncRl, SamplerCls=AsyncSerialSampler,
+                            batch_T=16))

@@ -40,12 +40,14 @@ ALGO_KWARGS = dict(
 AGENT_KWARGS = dict(eps_final=0.1, eps_eval=0.0)
 
 
-def make_runner(game: str, seed: int, args: argparse.Namespace) -> MinibatchRl:
-    sampler = SerialSampler(EnvCls=MinAtarEnv, env_kwargs=dict(game=game), batch_T=4,
-                            batch_B=1, max_decorrelation_steps=0)
-    return MinibatchRl(algo=DQN(**ALGO_KWARGS), agent=MinAtarDqnAgent(**AGENT_KWARGS),
-                       sampler=sampler, n_steps=args.n_steps, seed=seed,
-                       log_interval_steps=args.log_interval, log_traj_window=args.traj_window)
+def make_runner(game: str, seed: int, args: argparse.Namespace, RunnerCls=MinibatchRl,
+                SamplerCls=SerialSampler, batch_T: int = 4):
+    """The paper's DQN on ``game``; ``async_dqn.py`` passes the asynchronous classes."""
+    sampler = SamplerCls(EnvCls=MinAtarEnv, env_kwargs=dict(game=game), batch_T=batch_T,
+                         batch_B=1, max_decorrelation_steps=0)
+    return RunnerCls(algo=DQN(**ALGO_KWARGS), agent=MinAtarDqnAgent(**AGENT_KWARGS),
+                     sampler=sampler, n_steps=args.n_steps, seed=seed,
+                     log_interval_steps=args.log_interval, log_traj_window=args.traj_window)
 
 
 if __name__ == "__main__":
