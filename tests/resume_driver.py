@@ -1,7 +1,7 @@
 """A small training run for the kill-and-resume tests (run as a script).
 
 ``python tests/resume_driver.py CASE RUN_DIR [--resume]`` trains CASE (ppo, ppo_cpu,
-dqn_frames, r2d1, sac) into RUN_DIR, checkpointing every couple of iterations, and
+dqn_frames, r2d1, sac, sync_dqn) into RUN_DIR, checkpointing every couple of iterations, and
 saves the final agent state as ``RUN_DIR/final_agent.pt``.
 """
 
@@ -118,6 +118,20 @@ def build(case: str):
                          q_model_kwargs=dict(hidden_sizes=[32, 32]))
         return MinibatchRl(algo, agent, sampler, n_steps=1000, seed=6, log_interval_steps=200,
                            **{"checkpoint_interval_steps": 40, **ckpt})
+    if case == "sync_dqn":  # Two gloo ranks, each with its own envs and replay.
+        from rlpyt.agents.dqn.dqn_agent import DqnAgent
+        from rlpyt.algos.dqn.dqn import DQN
+        from rlpyt.runners.sync_rl import SyncRl
+
+        sampler = SerialSampler(EnvCls=make, env_kwargs=dict(id="CartPole-v1"), batch_T=4,
+                                batch_B=2, max_decorrelation_steps=0)
+        algo = DQN(min_steps_learn=160, replay_size=1000, batch_size=16, replay_ratio=8,
+                   target_update_interval=20, eps_steps=800, n_step_return=2,
+                   learning_rate=1e-3)
+        agent = DqnAgent(model_kwargs=dict(hidden_sizes=[32]))
+        ranks = [dict(master_torch_threads=1, set_affinity=False)] * 2
+        return SyncRl(algo, agent, sampler, n_steps=4000, seed=7, log_interval_steps=400,
+                      affinity=ranks, **{"checkpoint_interval_steps": 80, **ckpt})
     raise ValueError(f"unknown case {case!r}")
 
 
@@ -127,9 +141,15 @@ def main(case: str, run_dir: str, resume: bool) -> None:
     torch.set_num_threads(1)
     runner = build(case)
     runner.affinity.setdefault("master_torch_threads", 1)
-    with logger_context(run_dir, 0, case, override_prefix=True, resume=resume) as path:
+    snapshots = "last" if case.startswith("sync") else "none"
+    with logger_context(run_dir, 0, case, override_prefix=True, resume=resume,
+                        snapshot_mode=snapshots) as path:
         runner.train()
-    torch.save(runner.agent.state_dict(), f"{path}/final_agent.pt")
+    if case.startswith("sync"):  # The ranks trained in their own processes.
+        state = torch.load(f"{path}/params.pkl", weights_only=False)["agent_state_dict"]
+    else:
+        state = runner.agent.state_dict()
+    torch.save(state, f"{path}/final_agent.pt")
 
 
 if __name__ == "__main__":

@@ -66,7 +66,7 @@ def _resume(case, run_dir):
     return done.stdout
 
 
-@pytest.mark.parametrize("case", ["ppo", "dqn_frames", "r2d1", "sac"])
+@pytest.mark.parametrize("case", ["ppo", "dqn_frames", "r2d1", "sac", "sync_dqn"])
 def test_kill_9_and_resume_is_bit_exact(case, tmp_path):
     from tests.resume_driver import main
 

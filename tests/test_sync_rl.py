@@ -525,6 +525,39 @@ def test_cli_rejects_a_bad_nproc(capsys):
     assert "--nproc 0" in capsys.readouterr().out
 
 
+def test_cli_resumes_an_nproc_run_with_its_ranks(tmp_path):
+    """``rlpyt train --resume`` of a 2-rank run trains on with 2 ranks from the
+    checkpoint (each rank's part loaded), extending the same progress.csv."""
+    from rlpyt.cli import main
+
+    log_dir = str(tmp_path / "runs")
+    assert main(["train", "--algo", "ppo", "--nproc", "2", "--n-steps", "1024",
+                 "--log-dir", log_dir, "--runner.log_interval_steps=512",
+                 "--sampler.batch_B=2", "--sampler.batch_T=32"]) == 0
+    run_dir = os.path.join(log_dir, "run_0")
+    checkpoint = os.path.join(run_dir, "checkpoints", "itr_7")
+    assert os.path.isfile(os.path.join(checkpoint, "rank_1", "state.pt"))
+    assert main(["train", "--resume", run_dir, "--n-steps", "2048"]) == 0
+    with open(os.path.join(run_dir, "debug.log")) as f:
+        assert "(after iteration 7, 1024 env steps)" in f.read()
+    rows = _read_rows(run_dir)
+    assert [int(r["CumSteps"]) for r in rows] == [0, 512, 1024, 1536, 2048]
+    assert _no_children_left()
+
+
+def test_resume_with_another_number_of_ranks_is_refused(tmp_path):
+    sampler = _cartpole_sampler(2)
+    runner = SyncRl(A2C(), CategoricalPgAgent(), sampler, n_steps=64, seed=0,
+                    affinity=_cpu_ranks(), log_interval_steps=32)
+    with logger_context(str(tmp_path), 0, "two", override_prefix=True) as run_dir:
+        runner.train()
+    one = SyncRl(A2C(), CategoricalPgAgent(), _cartpole_sampler(2), n_steps=128, seed=0,
+                 affinity=_cpu_ranks(1), log_interval_steps=32)
+    with pytest.raises(SyncRlError, match=r"written by 2 rank\(s\).*resume it with 2 ranks"):
+        one.train(resume=run_dir)
+    assert _no_children_left()
+
+
 # ---- torchrun ------------------------------------------------------------------------------
 @pytest.mark.skipif(not os.path.exists(TORCHRUN), reason="torchrun is not installed")
 def test_torchrun_launch_trains_and_logs_once(tmp_path):

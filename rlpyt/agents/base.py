@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from rlpyt.models.utils import set_train_mode, strip_ddp_state_dict
+from rlpyt.models.utils import set_train_mode, strip_ddp_state_dict, unwrap_parallel
 from rlpyt.utils.buffer import buffer_to
 from rlpyt.utils.collections import namedarraytuple
 from rlpyt.utils.quick_args import KeywordCheckedInit
@@ -210,7 +210,9 @@ class BaseAgent(KeywordCheckedInit):
         return self.model.state_dict()
 
     def load_state_dict(self, state_dict, strict: bool = True):
-        self.model.load_state_dict(strip_ddp_state_dict(state_dict), strict=strict)
+        # Keys carry no "module." prefix; a DDP-wrapped model (SyncRl) loads into its module.
+        unwrap_parallel(self.model).load_state_dict(strip_ddp_state_dict(state_dict),
+                                                    strict=strict)
 
     def to_model_device(self, *tensors):
         return tuple(None if t is None else t.to(self.device) for t in tensors)

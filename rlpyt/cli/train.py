@@ -334,9 +334,6 @@ def _resume_config(args, extra: list[str]) -> tuple[dict, str, int]:
     if not os.path.isdir(run_dir):
         raise ConfigError(f"--resume {args.resume!r}: no such run directory")
     config = load_run_config(run_dir, "--resume")
-    if config.get("nproc", 1) > 1:
-        raise ConfigError(f"--resume {args.resume!r}: the run trained {config['nproc']} SyncRl "
-                          f"ranks (--nproc); resuming SyncRl runs is not supported yet")
     if extra or args.config or args.env or args.seed is not None:
         raise ConfigError("--resume continues a run with its saved config: only --n-steps "
                           "(to train longer) may be given with it")

@@ -23,7 +23,8 @@ def strip_ddp_state_dict(state_dict: Mapping[str, torch.Tensor]) -> dict[str, to
     return stripped
 
 
-def _unwrap_parallel(model: torch.nn.Module) -> torch.nn.Module:
+def unwrap_parallel(model: torch.nn.Module) -> torch.nn.Module:
+    """The module inside any (Distributed)DataParallel wrappers of ``model``."""
     while isinstance(
         model, (torch.nn.parallel.DistributedDataParallel, torch.nn.parallel.DataParallel)
     ):
@@ -55,7 +56,7 @@ def update_state_dict(
         raise ValueError(f"tau must be in [0, 1], got {tau}")
     if strip_ddp:
         state_dict = strip_ddp_state_dict(state_dict)
-        model = _unwrap_parallel(model)
+        model = unwrap_parallel(model)
     if tau == 1:
         model.load_state_dict(state_dict)
         return

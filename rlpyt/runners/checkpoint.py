@@ -50,13 +50,14 @@ __all__ = [
     "restore_rng_state",
     "restore_sampler_state",
     "save_checkpoint",
+    "write_part",
 ]
 
 REPLAY_FILE = "replay.bin"
 
 
 def save_checkpoint(run_dir: str, itr: int, state: dict, replay_buffer=None,
-                    keep: int = 1) -> str:
+                    keep: int = 1, parts: dict[str, str] | None = None) -> str:
     """Write ``state`` (and the replay buffer) as checkpoint ``itr``; returns its path.
 
     Args:
@@ -66,6 +67,9 @@ def save_checkpoint(run_dir: str, itr: int, state: dict, replay_buffer=None,
         replay_buffer: a replay buffer to stream into ``replay.bin``, or None.
         keep: number of newest checkpoints kept (older ones are deleted after the new
             one is complete). Default 1.
+        parts: ``{name: directory}`` written by other processes (``write_part``) and
+            moved into the checkpoint as ``<name>/`` before it becomes visible, so that
+            the whole set appears at once (``SyncRl``'s other ranks).
     """
     root = os.path.join(run_dir, CHECKPOINT_DIR)
     os.makedirs(root, exist_ok=True)
@@ -73,13 +77,9 @@ def save_checkpoint(run_dir: str, itr: int, state: dict, replay_buffer=None,
     final = os.path.join(root, f"itr_{itr}")
     tmp = f"{final}.tmp-{os.getpid()}"
     os.makedirs(tmp)
-    with open(os.path.join(tmp, STATE_FILE), "wb") as f:
-        torch.save(state, f)
-        _flush(f)
-    if replay_buffer is not None:
-        with open(os.path.join(tmp, REPLAY_FILE), "wb") as f:
-            replay_buffer.save_state(f)
-            _flush(f)
+    _write_files(tmp, state, replay_buffer)
+    for name, part in (parts or {}).items():
+        os.rename(part, os.path.join(tmp, name))
     if os.path.exists(final):  # The same iteration saved again (e.g. a final save).
         shutil.rmtree(final)
     os.rename(tmp, final)
@@ -87,6 +87,30 @@ def save_checkpoint(run_dir: str, itr: int, state: dict, replay_buffer=None,
     for _itr, path in list_checkpoints(run_dir)[:-max(1, keep)]:
         shutil.rmtree(path, ignore_errors=True)
     return final
+
+
+def write_part(run_dir: str, itr: int, state: dict, replay_buffer=None) -> str:
+    """Write one process's share of checkpoint ``itr`` into a temporary directory of the
+    run's checkpoint folder; returns it, for the process that calls ``save_checkpoint``
+    with ``parts``.  A part whose writer died is removed like any partial save."""
+    root = os.path.join(run_dir, CHECKPOINT_DIR)
+    os.makedirs(root, exist_ok=True)
+    tmp = os.path.join(root, f"itr_{itr}.part.tmp-{os.getpid()}")
+    if os.path.exists(tmp):
+        shutil.rmtree(tmp)
+    os.makedirs(tmp)
+    _write_files(tmp, state, replay_buffer)
+    return tmp
+
+
+def _write_files(directory: str, state: dict, replay_buffer) -> None:
+    with open(os.path.join(directory, STATE_FILE), "wb") as f:
+        torch.save(state, f)
+        _flush(f)
+    if replay_buffer is not None:
+        with open(os.path.join(directory, REPLAY_FILE), "wb") as f:
+            replay_buffer.save_state(f)
+            _flush(f)
 
 
 def load_checkpoint(path: str) -> dict:

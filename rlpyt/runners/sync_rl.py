@@ -32,6 +32,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from rlpyt.runners import checkpoint as ckpt
 from rlpyt.runners.minibatch_rl import MinibatchRlBase, MinibatchRlEval
 from rlpyt.utils.logging import logger
 from rlpyt.utils.process import die_with_parent
@@ -92,10 +93,13 @@ class SyncRlMixin:
 
     def __init__(self, algo, agent, sampler, n_steps, seed=None, affinity=None,
                  log_interval_steps=1e5, log_traj_window=100, backend: str | None = None,
-                 timeout_s: float = 1800.0):
+                 timeout_s: float = 1800.0, checkpoint_interval_steps=None,
+                 checkpoint_replay=True, max_abs_value=None):
         self.affinities = _as_affinity_list(affinity)
         super().__init__(algo, agent, sampler, n_steps, seed=seed, affinity=None,
-                         log_interval_steps=log_interval_steps, log_traj_window=log_traj_window)
+                         log_interval_steps=log_interval_steps, log_traj_window=log_traj_window,
+                         checkpoint_interval_steps=checkpoint_interval_steps,
+                         checkpoint_replay=checkpoint_replay, max_abs_value=max_abs_value)
         if backend not in (None, "gloo", "nccl", "mpi"):
             raise ValueError(f"backend={backend!r} must be None (auto), 'gloo', 'nccl' or 'mpi'")
         if not (isinstance(timeout_s, (int, float)) and timeout_s > 0):
@@ -109,8 +113,15 @@ class SyncRlMixin:
         return len(self.affinities)
 
     # ---- entry points ----------------------------------------------------------------------
-    def train(self):
-        """Train on every rank; returns rank 0's summary (``MinibatchRl.train``'s)."""
+    def train(self, resume: bool | str | None = None):
+        """Train on every rank; returns rank 0's summary (``MinibatchRl.train``'s).
+
+        ``resume`` as in ``MinibatchRl.train``: rank 0 finds the checkpoint and every rank
+        continues from its own part of it (its envs, replay and random streams); the
+        run must have the same number of ranks as the one that wrote it.
+        """
+        # Resolved here: spawned ranks do not inherit this process's logger_context.
+        self._resume_request = logger.resume_requested() if resume is None else resume
         if dist.is_available() and dist.is_initialized():
             raise RuntimeError("SyncRl.train: torch.distributed is already initialised in "
                                "this process; SyncRl sets up (and tears down) its own group")
@@ -174,7 +185,7 @@ class SyncRlMixin:
         try:
             self.seed = self._common_seed()
             with _rank_logging(rank, log_state):
-                return super().train()
+                return super().train(resume=getattr(self, "_resume_request", False))
         finally:
             dist.destroy_process_group()
 
@@ -221,6 +232,77 @@ class SyncRlMixin:
         batch = getattr(self.algo, "batch_size", None)
         return None if batch is None else batch * self.world_size
 
+    # ---- whole-run checkpoints: one part per rank -------------------------------------------
+    def checkpoint_state(self, itr: int) -> dict:
+        state = super().checkpoint_state(itr)
+        state.update(world_size=self.world_size, rank=self.rank)
+        return state
+
+    def save_checkpoint(self, itr: int) -> str | None:
+        """Collective.  Every rank other than 0 writes its own part (envs, replay, random
+        state, optimizer) with ``checkpoint.write_part``; rank 0 writes its state and
+        moves the parts in as ``rank_<r>/``, so the checkpoint appears whole or not at
+        all.  The run directory must be on a file system every rank can reach."""
+        run_dir = self._from_rank0(logger.get_snapshot_dir() if self.rank == 0 else None)
+        if run_dir is None:
+            return None
+        replay = getattr(self.algo, "replay_buffer", None) if self.checkpoint_replay else None
+        part = (ckpt.write_part(run_dir, itr, self.checkpoint_state(itr), replay)
+                if self.rank > 0 else None)
+        parts = [None] * self.world_size
+        dist.all_gather_object(parts, part)
+        outcome = None
+        if self.rank == 0:
+            unseen = {r: p for r, p in enumerate(parts) if r > 0 and not os.path.isdir(p)}
+            if unseen:
+                outcome = ("error", f"SyncRl: rank 0 cannot see the checkpoint parts of ranks "
+                                    f"{sorted(unseen)} ({sorted(unseen.values())}): checkpoints "
+                                    f"need a run directory shared by every node")
+            else:
+                path = ckpt.save_checkpoint(
+                    run_dir, itr, self.checkpoint_state(itr), replay,
+                    parts={f"rank_{r}": p for r, p in enumerate(parts) if r > 0})
+                logger.log(f"checkpoint written: {path} ({self.world_size} ranks)")
+                outcome = ("ok", path)
+        kind, value = self._from_rank0(outcome)
+        if kind == "error":
+            raise SyncRlError(value)
+        self.last_checkpoint = value
+        return value
+
+    def find_resume_state(self, resume) -> dict | None:
+        """Rank 0 finds the checkpoint (as ``MinibatchRl`` does); every rank then loads
+        its own part of it."""
+        outcome = None
+        if self.rank == 0:
+            try:
+                state = super().find_resume_state(resume)
+                outcome = ("ok", None if state is None else
+                           (state["_path"], state.get("world_size", 1)))
+            except Exception as e:  # Every rank must raise, not wait on rank 0.
+                outcome = ("error", f"{type(e).__name__}: {e}")
+        kind, found = self._from_rank0(outcome)
+        if kind == "error":
+            raise ValueError(f"SyncRl resume: {found}")
+        if found is None:
+            return None
+        path, world_size = found
+        if world_size != self.world_size:
+            raise ValueError(
+                f"SyncRl resume: checkpoint {path} was written by {world_size} rank(s) and "
+                f"this run has {self.world_size}; resume it with {world_size} ranks (each "
+                f"rank continues its own envs, replay and random streams)")
+        if self.rank == 0:
+            return state
+        state = ckpt.load_checkpoint(os.path.join(path, f"rank_{self.rank}"))
+        self.seed = state["seed"]
+        return state
+
+    def _from_rank0(self, value):
+        box = [value]
+        dist.broadcast_object_list(box, src=0)
+        return box[0]
+
     # ---- diagnostics: every rank's, logged by rank 0 --------------------------------------------
     def store_diagnostics(self, itr, traj_infos, opt_info):
         """Keep this rank's new trajectories and optimizer values until the next log row."""
@@ -229,6 +311,16 @@ class SyncRlMixin:
             new = getattr(opt_info, k, [])
             values.extend(new if isinstance(new, list) else [new])
         self.pbar.update((itr + 1) % self.log_interval_itrs or self.log_interval_itrs)
+
+    def diagnostics_state(self) -> dict:
+        """Also this rank's trajectories and optimizer values not yet gathered into a row."""
+        return dict(super().diagnostics_state(), pending_traj_infos=self._pending_traj_infos,
+                    pending_opt_infos=self._pending_opt_infos)
+
+    def load_diagnostics_state(self, state: dict) -> None:
+        super().load_diagnostics_state(state)
+        self._pending_traj_infos = list(state["pending_traj_infos"])
+        self._pending_opt_infos = {k: list(v) for k, v in state["pending_opt_infos"].items()}
 
     def _gather_diagnostics(self) -> None:
         """All-gather every rank's trajectories and optimizer values since the last log row
@@ -293,6 +385,11 @@ class SyncRl(SyncRlMixin, MinibatchRlBase):
         timeout_s: process-group timeout in seconds (default 1800): a collective that
             waits longer on a silent peer fails instead of hanging.  It must exceed rank
             0's evaluation and snapshot time, during which the other ranks wait.
+        checkpoint_interval_steps, checkpoint_replay, max_abs_value: as in ``MinibatchRl``
+            (steps of all ranks).  A checkpoint holds rank 0's state plus one
+            ``rank_<r>/`` part per other rank (its envs, replay and random streams), and
+            ``train(resume=...)`` continues every rank exactly, with the same number of
+            ranks; the run directory must be reachable from every rank.
     """
 
 

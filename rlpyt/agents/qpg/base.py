@@ -23,7 +23,12 @@ import numpy as np
 import torch
 
 from rlpyt.agents.base import BaseAgent
-from rlpyt.models.utils import set_train_mode, strip_ddp_state_dict, update_state_dict
+from rlpyt.models.utils import (
+    set_train_mode,
+    strip_ddp_state_dict,
+    unwrap_parallel,
+    update_state_dict,
+)
 from rlpyt.spaces.float_box import FloatBox
 
 __all__ = ["QpgAgent", "TwinQ", "frozen_parameters"]
@@ -43,15 +48,6 @@ def frozen_parameters(module: torch.nn.Module | list[torch.Tensor]):
     finally:
         for p, flag in zip(params, previous):
             p.requires_grad_(flag)
-
-
-def unwrap_ddp(module: torch.nn.Module) -> torch.nn.Module:
-    """The module inside a (Distributed)DataParallel wrapper, or the module itself."""
-    while isinstance(
-        module, (torch.nn.parallel.DistributedDataParallel, torch.nn.parallel.DataParallel)
-    ):
-        module = module.module
-    return module
 
 
 class TwinQ(torch.nn.Module):
@@ -206,7 +202,7 @@ class QpgAgent(BaseAgent):
         the call bypasses DistributedDataParallel, whose gradient hooks must fire only
         for the critic's own loss.
         """
-        q_model = unwrap_ddp(self.q_model)
+        q_model = unwrap_parallel(self.q_model)
         if self._q_params is None:  # cached: listing parameters costs more than freezing
             self._q_params = list(q_model.parameters())
         inputs = self._on_device(observation, prev_action, prev_reward, action)
@@ -350,4 +346,4 @@ class QpgAgent(BaseAgent):
                 f"missing {missing}, unexpected {unexpected}; pass what state_dict() returned"
             )
         for name, module in modules.items():
-            unwrap_ddp(module).load_state_dict(strip_ddp_state_dict(state_dict[name]), strict)
+            unwrap_parallel(module).load_state_dict(strip_ddp_state_dict(state_dict[name]), strict)

@@ -7,9 +7,10 @@ import math
 import torch
 
 from rlpyt.agents.base import AgentStep
-from rlpyt.agents.qpg.base import QpgAgent, unwrap_ddp
+from rlpyt.agents.qpg.base import QpgAgent
 from rlpyt.distributions.gaussian import DistInfo, DistInfoStd, Gaussian
 from rlpyt.models.qpg.temperature import EntropyTemperature
+from rlpyt.models.utils import unwrap_parallel
 from rlpyt.utils.buffer import buffer_to
 from rlpyt.utils.collections import namedarraytuple
 
@@ -129,10 +130,10 @@ class SacAgent(QpgAgent):
     @property
     def alpha(self) -> torch.Tensor:
         """The current entropy temperature (a detached 0-dim tensor)."""
-        return unwrap_ddp(self.temperature).alpha
+        return unwrap_parallel(self.temperature).alpha
 
     def set_alpha(self, alpha: float) -> None:
-        unwrap_ddp(self.temperature).set_alpha(alpha)
+        unwrap_parallel(self.temperature).set_alpha(alpha)
 
     def alpha_loss(self, log_pi: torch.Tensor, target_entropy: float) -> torch.Tensor:
         """Per-sample temperature loss (gradients reach ``log_alpha`` only)."""
