@@ -560,7 +560,7 @@ def test_resume_with_another_number_of_ranks_is_refused(tmp_path):
 
 # ---- torchrun ------------------------------------------------------------------------------
 @pytest.mark.skipif(not os.path.exists(TORCHRUN), reason="torchrun is not installed")
-def test_torchrun_launch_trains_and_logs_once(tmp_path):
+def test_torchrun_launch_trains_logs_once_and_resumes(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.getcwd(), OMP_NUM_THREADS="1")
     cmd = [TORCHRUN, "--standalone", "--nnodes", "1", "--nproc-per-node", "2", "-m", "rlpyt",
            "train", "--algo", "a2c", "--n-steps", "1024", "--log-dir", str(tmp_path),
@@ -575,7 +575,16 @@ def test_torchrun_launch_trains_and_logs_once(tmp_path):
     with open(run_dir / "debug.log") as f:
         assert f.read().count("SyncRl: 2 ranks, backend gloo") == 1
     assert proc.stdout.count("Run directory:") == 1  # only rank 0 reports
-    print(f"torchrun run: {time.monotonic() - start:.1f} s")
+    # The same job launched again with --resume: each rank loads its part and goes on.
+    resume = [TORCHRUN, "--standalone", "--nnodes", "1", "--nproc-per-node", "2", "-m",
+              "rlpyt", "train", "--resume", str(run_dir), "--n-steps", "2048"]
+    proc = subprocess.run(resume, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    more = [int(r["CumSteps"]) for r in _read_rows(run_dir)]
+    assert more[:len(steps)] == steps and more[-1] >= 2048 and len(more) == len(set(more))
+    with open(run_dir / "debug.log") as f:
+        assert f.read().count(f", {steps[-1]} env steps).") == 1  # resumed once, at the end
+    print(f"torchrun run and resume: {time.monotonic() - start:.1f} s")
 
 
 @pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.device_count() < 2,
