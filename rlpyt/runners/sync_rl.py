@@ -44,6 +44,7 @@ __all__ = ["SyncRl", "SyncRlError", "SyncRlEval", "SyncRlMixin", "agent_digest",
 
 TORCHRUN_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
 _STOP_GRACE_S = 2.0  # SIGTERM, then SIGKILL after this long
+_EXIT_GRACE_S = 30.0  # after every rank reported success, time to exit on its own
 _INTERRUPT_GRACE_S = 30.0  # after Ctrl-C, time for rank 0's last snapshot
 _POLL_S = 0.2
 _FAILURE_WINDOW_S = 1.0  # after a first failure, collect the others' for the report
@@ -149,7 +150,13 @@ class SyncRlMixin:
                 send.close()
                 procs.append(proc)
                 conns.append(recv)
-            return _watch_ranks(procs, conns)
+            summary = _watch_ranks(procs, conns)
+            # A rank reports before it leaves its process group and exits: give it time
+            # to finish on its own (a signal in its teardown can abort it mid-way).
+            deadline = time.monotonic() + _EXIT_GRACE_S
+            for proc in procs:
+                proc.join(max(deadline - time.monotonic(), 0))
+            return summary
         except KeyboardInterrupt:
             # Ctrl-C reached the ranks too: let rank 0 write its last snapshot and exit.
             deadline = time.monotonic() + _INTERRUPT_GRACE_S
