@@ -1,7 +1,8 @@
 """What the MinAtar reproduction scripts share: the command line and the run loop.
 
-Each script (``dqn.py``, ``ppo.py``) trains one algorithm on every chosen game and
-seed, one run after another, and writes each run's ``progress.csv`` to
+Each script (``dqn.py``, ``async_dqn.py``, ``ppo.py``, ``impala.py``) trains one
+algorithm on every chosen game and seed, one run after another, and writes each run's
+``progress.csv`` to
 ``<results-dir>/<algo>/<Game>/run_<seed>/``.  The measure is the paper's: the return
 of training episodes (``ReturnAverage``: mean over the latest ``--traj-window``
 finished episodes), logged every ``--log-interval`` env steps (1 env step = 1 frame:
