@@ -339,7 +339,10 @@ def _wait_for_grandchild(pid: int) -> int:
 
 
 CTRL_C_SCRIPT = textwrap.dedent("""
-    import sys, torch
+    import signal, sys, torch
+    # Ctrl-C raises here even if the test run was started as a background job (which
+    # starts with SIGINT ignored, and its children inherit that).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.path.insert(0, {tests_dir!r})
     torch.set_num_threads(1)
     from test_async_rl import small_dqn, cartpole_sampler

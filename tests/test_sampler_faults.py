@@ -310,6 +310,7 @@ def test_shutdown_is_idempotent(leak_check):
 SCRIPT = textwrap.dedent("""
     import faulthandler, signal, sys, time
     faulthandler.register(signal.SIGUSR1, all_threads=False)  # Stacks if shutdown stalls.
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # Even under a background job.
     sys.path.insert(0, {tests_dir!r})
     import torch
     torch.set_num_threads(1)
