@@ -26,8 +26,9 @@ class PrioritizedReplay:
             means 1.  Default ``1``.
         input_priorities: appended batches come as
             ``PrioritiesSamplesToBuffer(priorities, samples)`` with priorities for
-            the new rows (``[rows, B]``, ``[B]`` or scalar); otherwise plain samples
-            and new rows get the running max priority.  Default ``False``.
+            the new rows (``[rows, B]``), for every step of the batch (``[T, B]``, of
+            which the row starts' are used), ``[B]`` or a scalar; otherwise plain
+            samples and new rows get the running max priority.  Default ``False``.
         input_priority_shift: rows back from the new ones that input priorities
             apply to (R2D1: ``warmup_T // rnn_state_interval``, the sequence whose
             trained part the new steps are).  Default ``0``.
