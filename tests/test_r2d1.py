@@ -454,8 +454,8 @@ def reference_states(model, buf, B):
     return states
 
 
-@pytest.mark.parametrize("prioritized", [True, False])
-@pytest.mark.parametrize("sampler_T", [30, 40, 50])
+@pytest.mark.parametrize("sampler_T, prioritized", [(30, True), (40, True), (50, True),
+                                                     (30, False)])
 def test_any_sampler_batch_T_with_a_state_interval_of_40(sampler_T, prioritized, run_dir):
     """Sampler batches of 30, 40 or 50 steps with states stored every 40: the replay holds
     the appended stream, sequences start only every 40 steps, and the state stored there
