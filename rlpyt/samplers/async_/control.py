@@ -112,13 +112,13 @@ class ThrottleSpec:
         return itr < self.sampling_limit(updates)
 
     def describe(self, appended: int, updates: int) -> str:
-        """Both sides' state, for error messages."""
+        """Both sides' state as the throttle sees it, for error messages."""
+        allowed = self.allowed_updates(appended)
         credit = max(0, appended - self.min_itr_learn) * self._num / self._den - updates
-        return (f"optimizer: {updates} updates done, {self.allowed_updates(appended)} allowed "
-                f"with {appended} batches appended (update credit {credit:.3g}, "
-                f"{self.updates_per_itr:.3g} updates per batch, learning after "
-                f"{self.min_itr_learn} batches); sampler: may start batches below "
-                f"{self.sampling_limit(updates)} (max_ahead={self.max_ahead})")
+        return (f"optimizer: {updates} updates done of {allowed} allowed by {appended} batches "
+                f"appended (update credit {credit:.3g}: {self.updates_per_itr:.3g} updates per "
+                f"batch after the first {self.min_itr_learn}); sampler: may start batches "
+                f"below {self.sampling_limit(updates)} (max_ahead={self.max_ahead})")
 
 
 class AsyncControl:

@@ -195,15 +195,37 @@ class AffinitySpec:
                     f"sample_gpu_per_run={self.sample_gpu_per_run} sampling GPUs"
                 )
             sampler_cores = [left // n_sampler]
-            where = f"{self.cores_per_run} cores per run minus {self.optimizer_cores} per " \
-                f"optimizer GPU (cpu_reserved={self.cpu_reserved}, at least 1), split among " \
-                f"{n_sampler} sampler(s)"
+            if self.n_gpu:
+                where = f"{self.cores_per_run} cores per run minus {self.optimizer_cores} " \
+                    f"per optimizer GPU (cpu_reserved={self.cpu_reserved}, at least 1), " \
+                    f"split among {n_sampler} sampler(s)"
+            else:
+                where = f"cpu_per_run={self.cpu_per_run} CPU cores per run minus " \
+                    f"{self.optimizer_cores} for the optimizer (cpu_reserved=" \
+                    f"{self.cpu_reserved}, at least 1)"
         for cores in sampler_cores:
             if cores < cpw or cores % cpw:
                 raise ValueError(
                     f"cpu_per_worker={cpw} does not fit the {cores} worker cores ({where}); "
                     f"workers need a positive multiple of cpu_per_worker"
+                    + self._async_cpu_advice()
                 )
+
+    def _async_cpu_advice(self) -> str:
+        """For an async layout without GPUs: the ``cpu_per_run`` values that would fit."""
+        if not self.async_sample or self.n_gpu:
+            return ""
+        cpw, opt = self.cpu_per_worker, self.optimizer_cores
+        fits = [c for c in range(opt + cpw, self.n_cpu_core + 1)
+                if self.n_cpu_core % c == 0 and (c - opt) % cpw == 0]
+        if self.n_cpu_core < opt + cpw:
+            return (f"; n_cpu_core={self.n_cpu_core} is too few CPU cores for an async run "
+                    f"(it needs {opt + cpw}: the optimizer's and a sampler worker's)")
+        if not fits:
+            return (f"; no cpu_per_run fits: {opt} optimizer core(s) plus a multiple of "
+                    f"cpu_per_worker={cpw} must divide n_cpu_core={self.n_cpu_core}; change "
+                    f"cpu_per_worker or cpu_reserved")
+        return f"; cpu_per_run values that fit n_cpu_core={self.n_cpu_core}: {fits}"
 
     def _check_sockets(self) -> None:
         n_socket = self.n_socket or 1
