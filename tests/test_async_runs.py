@@ -291,3 +291,74 @@ def test_async_resume_of_a_finished_run_and_below_its_checkpoint(tmp_path):
     for key in ("CumUpdates", "OptimizerCalls", "ParameterVersion"):
         values = [int(float(r[key])) for r in rows[1:]]
         assert values[1] > values[0] > 0 and values[2] > values[1], (key, values)
+
+
+class _Value:
+    def __init__(self, value=0):
+        self.value = value
+
+
+class _FakeControl:
+    """The counters and flags ``AsyncWatch`` reads (no processes)."""
+
+    def __init__(self):
+        from rlpyt.samplers.async_.control import ThrottleSpec
+
+        self.throttle = ThrottleSpec(1, 32, 32, min_itr_learn=2)
+        for name in ("sampled", "appended", "updates", "in_eval", "sampler_waiting",
+                     "optimizer_waiting", "starving"):
+            setattr(self, name, _Value())
+
+
+def test_watch_fires_only_when_nothing_moves(monkeypatch):
+    from rlpyt.runners import async_watch
+
+    now = [1000.0]
+    monkeypatch.setattr(async_watch.time, "monotonic", lambda: now[0])
+    control = _FakeControl()
+    watch = async_watch.AsyncWatch(control, 10.0, AsyncRunError)
+
+    def run_for(seconds, **moving):
+        end = now[0] + seconds
+        while now[0] < end:
+            now[0] += 0.2  # The optimizer's loop checks every FAULT_CHECK_S.
+            for name, step in moving.items():
+                getattr(control, name).value += step
+            watch.check_progress(updates=control.updates.value, optimizer_calls=0)
+
+    run_for(60, sampled=1)  # The sampler alone moving is progress.
+    run_for(60, updates=1)  # So is the optimizer alone.
+    control.in_eval.value = 1
+    run_for(60)  # An evaluation of any length is progress.
+    control.in_eval.value = 0
+    run_for(9)
+    now[0] += 30  # A long checkpoint in the optimizer: work, not a stall.
+    run_for(9)
+    with pytest.raises(AsyncRunError, match="progress_timeout=10s"):
+        run_for(2)
+    off = async_watch.AsyncWatch(control, None, AsyncRunError)
+    for _ in range(1000):
+        now[0] += 1
+        off.check_progress(0, 0)  # None: never fires.
+
+
+def test_sampler_stopped_from_outside_ends_the_run(tmp_path, leak_check):
+    """A SIGTERM to the sampler process alone makes it exit with code 0 before its last
+    batch: the optimizer must not wait for batches that never come."""
+    import signal
+    import threading
+
+    algo, agent = small_dqn()
+    runner = AsyncRl(algo, agent, cartpole_sampler(AsyncSerialSampler), n_steps=200_000)
+    stopped_at: list[float] = []
+
+    def stop_sampler_later():
+        while runner.control is None or runner.control.appended.value < 20:
+            time.sleep(0.05)
+        os.kill(runner.sampler_process.pid, signal.SIGTERM)
+        stopped_at.append(time.monotonic())
+
+    threading.Thread(target=stop_sampler_later, daemon=True).start()
+    with pytest.raises(AsyncRunError, match=r"exited \(code 0\) without sending its last"):
+        train(runner, tmp_path)
+    assert stopped_at and time.monotonic() - stopped_at[0] < 15

@@ -7,7 +7,7 @@
 * **no side moves**: neither the sampler (batches sampled), the memory copier
   (batches appended) nor the optimizer (``optimize_agent`` calls, gradient steps)
   has made progress for ``progress_timeout`` seconds while the sampler was not
-  evaluating.  The message names both sides' state: updates done and allowed,
+  evaluating and the optimizer was waiting (a long checkpoint or log row is work).  The message names both sides' state: updates done and allowed,
   batches sampled and appended, the update credit and what each side waits for.
   The throttle itself cannot cause this (``ThrottleSpec``); a hung copier, a replay
   lock or a bug can;
@@ -29,6 +29,7 @@ __all__ = ["DEFAULT_PROGRESS_TIMEOUT_S", "SAMPLER_EXIT_GRACE_S", "AsyncWatch",
 
 DEFAULT_PROGRESS_TIMEOUT_S = 300.0
 SAMPLER_EXIT_GRACE_S = 5.0  # After the sampler exited: time for its last messages.
+BUSY_GAP_S = 5.0  # Checks this far apart: the optimizer was busy (a checkpoint, a row).
 
 
 def check_progress_timeout(progress_timeout) -> float | None:
@@ -56,14 +57,16 @@ class AsyncWatch:
         self.progress_timeout = progress_timeout
         self.error_cls = error_cls
         self._last_counters = None
-        self._last_progress = time.monotonic()
+        self._last_progress = self._last_check = time.monotonic()
         self._sampler_exited_at = None
 
     def check_progress(self, updates: int, optimizer_calls: int) -> None:
         """Raise if nothing moved for ``progress_timeout`` seconds."""
         control, now = self.control, time.monotonic()
         counters = (control.sampled.value, control.appended.value, updates, optimizer_calls)
-        if counters != self._last_counters or control.in_eval.value:
+        busy = now - self._last_check > BUSY_GAP_S  # The optimizer worked between checks.
+        self._last_check = now
+        if counters != self._last_counters or control.in_eval.value or busy:
             self._last_counters, self._last_progress = counters, now
             return
         if self.progress_timeout is None or now - self._last_progress <= self.progress_timeout:
