@@ -105,7 +105,7 @@ class ActionServer:
         self._act_on_envs(None)
 
     def _act_on_envs(self, envs: slice | None) -> None:
-        act_on_envs = getattr(self.agent, "act_on_envs", None)  # (Test doubles lack it.)
+        act_on_envs = getattr(getattr(self, "agent", None), "act_on_envs", None)  # (Doubles.)
         if act_on_envs is not None:
             act_on_envs(envs)
 
