@@ -136,6 +136,7 @@ def r2d1_deadlock_settings():
                 target_update_interval=10)
 
 
+@pytest.mark.timeout(300)  # It hung forever before the throttle was fixed.
 @pytest.mark.parametrize("layout", ["gpu", "alternating"])
 def test_r2d1_async_cpu_form_of_gpu_layouts(layout, tmp_path, restore_affinity, leak_check):
     """``async_gpu`` (AsyncGpuSampler) and ``async_alt`` (AsyncAlternatingSampler) R2D1
@@ -260,15 +261,16 @@ def rlpyt_cli(*args, timeout=120):
                           text=True, timeout=timeout)
 
 
+@pytest.mark.timeout(400)
 def test_async_resume_of_a_finished_run_and_below_its_checkpoint(tmp_path):
     from rlpyt.cli import main
 
-    assert main(["train", "--algo", "dqn", "--runner", "async", "--n-steps", "1600",
-                 "--log-dir", str(tmp_path), "--algo.min_steps_learn", "400",
-                 "--runner.log_interval_steps", "800"]) == 0
+    assert main(["train", "--algo", "dqn", "--runner", "async", "--n-steps", "768",
+                 "--log-dir", str(tmp_path), "--algo.min_steps_learn", "192",
+                 "--runner.log_interval_steps", "384"]) == 0
     (run_dir,) = glob.glob(str(tmp_path / "run_*"))
     first = read_progress(tmp_path)
-    assert [int(r["CumSteps"]) for r in first] == [0, 800, 1600]
+    assert [int(r["CumSteps"]) for r in first] == [0, 384, 768]
 
     # A finished run: complete at once (it hung forever; the subprocess timeout bounds
     # it here, as wall time on a loaded machine would not), no process started.
@@ -278,16 +280,16 @@ def test_async_resume_of_a_finished_run_and_below_its_checkpoint(tmp_path):
     assert "Asynchronous:" not in done.stdout  # Nothing was set up to train.
     assert read_progress(tmp_path) == first
 
-    below = rlpyt_cli("train", "--resume", run_dir, "--n-steps", "800", timeout=240)
+    below = rlpyt_cli("train", "--resume", run_dir, "--n-steps", "384", timeout=240)
     assert below.returncode == 2
     (line,) = below.stderr.strip().splitlines()
-    assert line.startswith("rlpyt train: error: n_steps=800 is below the 1600 env steps")
+    assert line.startswith("rlpyt train: error: n_steps=384 is below the 768 env steps")
     assert read_progress(tmp_path) == first
 
     # Training on: every counter goes on from where it stood.
-    assert main(["train", "--resume", run_dir, "--n-steps", "2400"]) == 0
+    assert main(["train", "--resume", run_dir, "--n-steps", "1152"]) == 0
     rows = read_progress(tmp_path)
-    assert [int(r["CumSteps"]) for r in rows] == [0, 800, 1600, 2400]  # (0: evaluation)
+    assert [int(r["CumSteps"]) for r in rows] == [0, 384, 768, 1152]  # (0: evaluation)
     assert rows[:3] == first
     for key in ("CumUpdates", "OptimizerCalls", "ParameterVersion"):
         values = [int(float(r[key])) for r in rows[1:]]
@@ -343,6 +345,7 @@ def test_watch_fires_only_when_nothing_moves(monkeypatch):
         off.check_progress(0, 0)  # None: never fires.
 
 
+@pytest.mark.timeout(300)  # It hung forever before the sampler's exit was watched.
 def test_sampler_stopped_from_outside_ends_the_run(tmp_path, leak_check):
     """A SIGTERM to the sampler process alone makes it exit with code 0 before its last
     batch: the optimizer must not wait for batches that never come."""
