@@ -255,17 +255,37 @@ class AffinitySpec:
         left = self.cores_per_run - n_opt
         n_sampler = max(self.sample_gpus, 1)
         per_sampler = left // cpw * cpw // n_sampler
-        where = (f"{self.cores_per_run} cores per run minus {n_opt} for the optimizer(s) "
-                 f"(cpu_reserved={self.cpu_reserved}, at least 1 per optimizer), split among "
-                 f"{n_sampler} sampler(s)")
+        if self.n_gpu:
+            where = (f"{self.cores_per_run} cores per run minus {n_opt} for the optimizer(s) "
+                     f"(cpu_reserved={self.cpu_reserved}, at least 1 per optimizer), split "
+                     f"among {n_sampler} sampler(s)")
+        else:  # no GPU: speak of the CPU cores and the keyword that sets them
+            where = (f"cpu_per_run={self.cpu_per_run} CPU cores per run minus {n_opt} for the "
+                     f"optimizer (cpu_reserved={self.cpu_reserved}, at least 1)")
         if per_sampler < cpw:
             raise ValueError(
                 f"cpu_per_worker={cpw} does not fit the sampler cores ({where}): each sampler "
-                f"needs at least cpu_per_worker cores")
+                f"needs at least cpu_per_worker cores" + self._async_cpu_advice())
         idle = left - per_sampler // cpw * cpw * n_sampler
         if idle:
             _warn(f"cpu_per_worker={cpw}: {idle} of the {left} sampler cores of each run get no "
                   f"worker ({where})")
+
+    def _async_cpu_advice(self) -> str:
+        """For an async layout without GPUs: the ``cpu_per_run`` values that would fit."""
+        if not self.async_sample or self.n_gpu:
+            return ""
+        cpw, opt = self.cpu_per_worker, self.optimizer_cores
+        fits = [c for c in range(opt + cpw, self.n_cpu_core + 1)
+                if self.n_cpu_core % c == 0 and (c - opt) % cpw == 0]
+        if self.n_cpu_core < opt + cpw:
+            return (f"; n_cpu_core={self.n_cpu_core} is too few CPU cores for an async run "
+                    f"(it needs {opt + cpw}: the optimizer's and a sampler worker's)")
+        if not fits:
+            return (f"; no cpu_per_run fits: {opt} optimizer core(s) plus a multiple of "
+                    f"cpu_per_worker={cpw} must divide n_cpu_core={self.n_cpu_core}; change "
+                    f"cpu_per_worker or cpu_reserved")
+        return f"; cpu_per_run values that fit n_cpu_core={self.n_cpu_core}: {fits}"
 
     def _check_sockets(self) -> None:
         n_socket = self.n_sockets
