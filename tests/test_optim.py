@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
+from rlpyt.algos import optim as optim_module
 from rlpyt.algos.optim import (
+    COMPILE_MIN_WORK,
+    CompiledRmspropStep,
     FusedAdamStep,
     direct_step_for,
     make_optimizer,
@@ -25,8 +30,14 @@ def test_direct_step_for_picks_the_optimizers_kernel():
     assert isinstance(direct_step_for(adam), FusedAdamStep)
     rmsprop = make_optimizer(torch.optim.RMSprop, params, 1e-3)
     assert direct_step_for(rmsprop) is None  # RMSprop(foreach=True).step(): measured as fast
+    # ... unless the run is long enough to repay compiling the update.
+    assert direct_step_for(rmsprop, planned_work=COMPILE_MIN_WORK / 2) is None
+    assert isinstance(direct_step_for(rmsprop, planned_work=COMPILE_MIN_WORK),
+                      CompiledRmspropStep)
+    assert isinstance(direct_step_for(adam, planned_work=COMPILE_MIN_WORK), FusedAdamStep)
     assert direct_step_for(adam, rmsprop) is None  # one kind for all of them
     assert direct_step_for(torch.optim.SGD(params, lr=0.1)) is None
+    assert direct_step_for(torch.optim.SGD(params, lr=0.1), planned_work=1e12) is None
     with pytest.raises(ValueError, match="Adam"):
         FusedAdamStep(rmsprop)
 
@@ -50,3 +61,92 @@ def test_fused_adam_direct_step_is_bit_identical_to_adam_step(amsgrad):
         for p, q in zip(params, ref_params):
             assert torch.equal(p, q), step
     assert stepper._groups, "the direct path never ran"
+
+
+def _random_grads(params, step):
+    generator = torch.Generator().manual_seed(step)
+    grads = [torch.randn(p.shape, generator=generator, dtype=p.dtype) for p in params]
+    for p, g in zip(params, grads):
+        p.grad = g.clone()
+    return grads
+
+
+RMSPROP_CASES = {
+    "paper_dqn": dict(alpha=0.95, momentum=0.95, eps=0.01, centered=True),
+    "plain_decay": dict(alpha=0.99, eps=1e-5, weight_decay=0.1, maximize=True),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RMSPROP_CASES))
+def test_compiled_rmsprop_matches_rmsprop_step(case):
+    """Same update as RMSprop.step() to float32 rounding (not bit for bit: the fused loop
+    rounds intermediates differently), through a learning-rate change (no recompile)."""
+    kwargs = RMSPROP_CASES[case]
+    params, ref_params = _params(), _params()
+    optimizer = make_optimizer(torch.optim.RMSprop, params, 1e-2, kwargs)
+    reference = torch.optim.RMSprop(ref_params, lr=1e-2, foreach=False, **kwargs)
+    stepper = CompiledRmspropStep(optimizer)
+    for step in range(8):
+        if step == 4:
+            for opt in (optimizer, reference):
+                opt.param_groups[0]["lr"] = 3e-3
+        grads = _random_grads(params, step)
+        for q, g in zip(ref_params, grads):
+            q.grad = g.clone()
+        stepper.step()  # the first call goes through RMSprop.step, which creates the state
+        reference.step()
+        for p, q in zip(params, ref_params):
+            torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+    assert stepper._groups and not stepper._failed, "the compiled path never ran"
+    state, ref_state = optimizer.state[params[0]], reference.state[ref_params[0]]
+    assert float(state["step"]) == float(ref_state["step"]) == 8
+    torch.testing.assert_close(state["square_avg"], ref_state["square_avg"], rtol=1e-5,
+                               atol=1e-7)
+
+
+def test_compiled_rmsprop_resumes_bit_for_bit():
+    """A stepper rebuilt from the optimizer's state_dict (a resumed run) continues exactly
+    as the uninterrupted one: the compiled update is deterministic."""
+    kwargs = RMSPROP_CASES["paper_dqn"]
+    params = _params()
+    optimizer = make_optimizer(torch.optim.RMSprop, params, 1e-2, kwargs)
+    stepper = CompiledRmspropStep(optimizer)
+    for step in range(3):
+        _random_grads(params, step)
+        stepper.step()
+    saved_params = [p.detach().clone() for p in params]
+    saved_state = copy.deepcopy(optimizer.state_dict())
+    resumed = [torch.nn.Parameter(p.clone()) for p in saved_params]
+    resumed_optimizer = make_optimizer(torch.optim.RMSprop, resumed, 1e-2, kwargs)
+    resumed_optimizer.load_state_dict(saved_state)
+    resumed_stepper = CompiledRmspropStep(resumed_optimizer)
+    for step in range(3, 7):
+        _random_grads(params, step)
+        _random_grads(resumed, step)
+        stepper.step()
+        resumed_stepper.step()
+    for p, q in zip(params, resumed):
+        assert torch.equal(p, q)
+
+
+def test_compiled_rmsprop_falls_back_when_compiling_fails(monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("no C++ compiler")
+
+    monkeypatch.setattr(optim_module, "_compiled_rmsprop", lambda: broken)
+    kwargs = RMSPROP_CASES["paper_dqn"]
+    params, ref_params = _params(), _params()
+    optimizer = make_optimizer(torch.optim.RMSprop, params, 1e-2, kwargs)
+    reference = make_optimizer(torch.optim.RMSprop, ref_params, 1e-2, kwargs)
+    stepper = CompiledRmspropStep(optimizer)
+    with pytest.warns(UserWarning, match="no C\\+\\+ compiler"):
+        for step in range(4):
+            grads = _random_grads(params, step)
+            for q, g in zip(ref_params, grads):
+                q.grad = g.clone()
+            stepper.step()
+            reference.step()
+    assert stepper._failed
+    for p, q in zip(params, ref_params):
+        assert torch.equal(p, q)  # RMSprop.step() itself from then on
+    assert float(optimizer.state[params[0]]["step"]) == 4

@@ -15,18 +15,26 @@ alternating runs, medians of 3 pairs on the shared 2-core machine):
 - the direct call of the autograd engine for ``backward``: 1.00x PPO, 0.94x A2C,
   1.02x DQN: dropped, ``loss.backward()``;
 - the direct foreach RMSprop step: 0.93x on A2C (RMSprop): dropped,
-  ``RMSprop(foreach=True).step()``.
+  ``RMSprop(foreach=True).step()``;
+- the RMSprop update compiled into one loop (``CompiledRmspropStep``, ``torch.compile``):
+  the paper's MinAtar DQN (centered RMSprop with momentum over 133k weights, one step per
+  frame), see ``docs/benchmarks.md``.  Compiling costs seconds of CPU once per process
+  (more on a cold inductor cache), so it is chosen only for runs whose planned optimizer
+  work (steps x weights, ``COMPILE_MIN_WORK``) pays that back.
 """
 
 from __future__ import annotations
 
 import inspect
+import warnings
 from collections.abc import Sequence
 
 import torch
 from torch.optim import optimizer as _optimizer_module
 
 __all__ = [
+    "COMPILE_MIN_WORK",
+    "CompiledRmspropStep",
     "DirectOptimizerStep",
     "FusedAdamStep",
     "backward",
@@ -230,10 +238,143 @@ class FusedAdamStep(DirectOptimizerStep):
                maximize=group["maximize"], grad_scale=None, found_inf=None)
 
 
-def direct_step_for(*optimizers: torch.optim.Optimizer) -> DirectOptimizerStep | None:
-    """A ``FusedAdamStep`` over ``optimizers`` when it handles all of them, else None
-    (use each ``optimizer.step()``)."""
-    return FusedAdamStep.for_optimizers(*optimizers)
+# Planned optimizer work (steps x parameter elements) from which RMSprop is compiled.  The
+# compile costs 4-16 CPU-seconds on the 2-core VM (warm / cold inductor cache) and saves
+# ~4-5 ns per element and step there (MinAtar DQN, docs/benchmarks.md): 5e9 repays a cold
+# compile about 1.5 times, a warm one about 5 times.  The paper's MinAtar DQN crosses it at
+# ~38k frames: a 20k-frame run keeps RMSprop.step(), a 5M-frame run is compiled.
+COMPILE_MIN_WORK = 5e9
+
+
+def _rmsprop_update(params: list, grads: list, square_avgs: list, grad_avgs: list,
+                    momentum_buffers: list, lr, alpha, eps, momentum, weight_decay,
+                    centered: bool, use_momentum: bool, maximize: bool) -> None:
+    """The update of torch's multi-tensor RMSprop (``_multi_tensor_rmsprop``, same order of
+    operations) tensor by tensor, for ``torch.compile`` to fuse into one loop each.  The
+    hyperparameters are 0-dim tensors, so a schedule changes them without recompiling."""
+    for i, param in enumerate(params):
+        grad = grads[i].neg() if maximize else grads[i]
+        grad = grad + weight_decay * param
+        square_avg = square_avgs[i]
+        square_avg.mul_(alpha).add_((1 - alpha) * (grad * grad))
+        if centered:
+            grad_avg = grad_avgs[i]
+            grad_avg.lerp_(grad, 1 - alpha)
+            avg = square_avg.addcmul(grad_avg, grad_avg, value=-1).sqrt_().add_(eps)
+        else:
+            avg = square_avg.sqrt().add_(eps)
+        if use_momentum:
+            buf = momentum_buffers[i]
+            buf.mul_(momentum).addcdiv_(grad, avg)
+            param.sub_(lr * buf)
+        else:
+            param.sub_(lr * (grad / avg))
+
+
+def _compiled_rmsprop():
+    global _COMPILED_RMSPROP
+    if _COMPILED_RMSPROP is None:
+        _COMPILED_RMSPROP = torch.compile(_rmsprop_update, dynamic=False)
+    return _COMPILED_RMSPROP
+
+
+_COMPILED_RMSPROP = None
+
+
+class CompiledRmspropStep(DirectOptimizerStep):
+    """``optimizer.step()`` for ``torch.optim.RMSprop`` on CPU with the update compiled by
+    ``torch.compile`` into one loop per parameter tensor (torch's own loop makes nine passes
+    over memory, each a separate kernel).
+
+    The same update as ``RMSprop.step`` (centered, momentum, weight decay, maximize), equal
+    to float32 rounding (about 1e-7 relative per step; not bit for bit: the fused loop
+    rounds some intermediates differently).  It is deterministic, so a resumed run that
+    uses it continues bit for bit.  Hyperparameters are read from the param groups at
+    every call and passed as tensors (a learning-rate schedule does not recompile).
+    Falls back to ``optimizer.step()`` as ``DirectOptimizerStep`` describes, and for good,
+    with a warning, if compiling fails (no C++ compiler, say).
+
+    Args:
+        optimizers: the RMSprop optimizer(s) to step (each must satisfy ``applies``).
+    """
+
+    kind = "CPU torch.optim.RMSprop"
+
+    @classmethod
+    def applies(cls, optimizer: torch.optim.Optimizer) -> bool:
+        """True for RMSprop over CPU float parameters, not ``differentiable`` or
+        ``capturable``, with float hyperparameters, when this torch can compile."""
+        if type(optimizer) is not torch.optim.RMSprop or not hasattr(torch, "compile"):
+            return False
+        for group in optimizer.param_groups:
+            if group.get("differentiable") or group.get("capturable"):
+                return False
+            if any(isinstance(group[k], torch.Tensor) for k in
+                   ("lr", "alpha", "eps", "momentum", "weight_decay")):
+                return False
+            if any(p.device.type != "cpu" or not p.dtype.is_floating_point or p.is_complex()
+                   for p in group["params"]):
+                return False
+        return True
+
+    def __init__(self, optimizers):
+        super().__init__(optimizers)
+        self._failed = False
+        self._scalars: dict = {}
+
+    def _fast_path_ok(self) -> bool:
+        return not self._failed and super()._fast_path_ok()
+
+    def _state_tensors(self, group, states):
+        if any("square_avg" not in s for s in states):
+            return None
+        grad_avgs = [s["grad_avg"] for s in states] if group["centered"] else []
+        buffers = [s["momentum_buffer"] for s in states] if group["momentum"] > 0 else []
+        return [s["square_avg"] for s in states], grad_avgs, buffers
+
+    def _scalar(self, name: str, value: float, dtype: torch.dtype) -> torch.Tensor:
+        """``value`` as a cached 0-dim tensor, refreshed in place when it changes."""
+        key = (name, dtype)
+        tensor = self._scalars.get(key)
+        if tensor is None:
+            tensor = self._scalars[key] = torch.tensor(float(value), dtype=dtype)
+        elif tensor.item() != float(value):
+            tensor.fill_(float(value))
+        return tensor
+
+    def _update(self, group, params, square_avgs, grad_avgs, buffers, steps, _):
+        dtype = params[0].dtype
+        scalars = [self._scalar(k, group[k], dtype) for k in
+                   ("lr", "alpha", "eps", "momentum", "weight_decay")]
+        grads = [p.grad for p in params]
+        try:
+            _compiled_rmsprop()(params, grads, square_avgs, grad_avgs, buffers, *scalars,
+                                centered=bool(group["centered"]),
+                                use_momentum=group["momentum"] > 0,
+                                maximize=bool(group["maximize"]))
+        except Exception as e:  # a compile error leaves the tensors untouched
+            self._failed = True
+            warnings.warn(f"CompiledRmspropStep: torch.compile failed ({type(e).__name__}: "
+                          f"{str(e)[:200]}); stepping with RMSprop.step() from now on",
+                          stacklevel=2)
+            for step in steps:
+                step.sub_(1)  # step_no_grad counted this step already; step() counts it
+            for optimizer in self.optimizers:
+                optimizer.step()
+            self._groups = []
+            self._key = None
+
+
+def direct_step_for(*optimizers: torch.optim.Optimizer, planned_work: float = 0.0
+                    ) -> DirectOptimizerStep | None:
+    """A ``FusedAdamStep`` over ``optimizers`` when it handles all of them; a
+    ``CompiledRmspropStep`` when it does and ``planned_work`` (optimizer steps the run
+    plans times the parameter elements) reaches ``COMPILE_MIN_WORK``; else None (use each
+    ``optimizer.step()``)."""
+    fused = FusedAdamStep.for_optimizers(*optimizers)
+    if fused is not None or planned_work < COMPILE_MIN_WORK:
+        return fused
+    return CompiledRmspropStep.for_optimizers(*optimizers)
 
 
 def make_optimizer(OptimCls, params, lr: float, optim_kwargs: dict | None = None):

@@ -209,9 +209,16 @@ class DQN(RlAlgorithm):
             self.optimizer.load_state_dict(self.initial_optim_state_dict)
         self._params = [p for group in self.optimizer.param_groups for p in group["params"]]
         # The fused Adam kernel called directly (same update): Adam.step's bookkeeping
-        # costs more than the kernel for small networks.
-        self._direct_step = direct_step_for(self.optimizer)
+        # costs more than the kernel for small networks.  RMSprop is compiled into one
+        # loop when the run's planned optimizer work repays the compile (long runs only).
+        self._direct_step = direct_step_for(self.optimizer, planned_work=self.planned_work())
         self._optimize_calls = 0
+
+    def planned_work(self) -> float:
+        """Gradient steps this run plans times the parameter elements they update (picks
+        the optimizer step: ``rlpyt.algos.optim.direct_step_for``)."""
+        steps = getattr(self, "n_itr", 0) * getattr(self, "updates_per_optimize", 1)
+        return float(steps * sum(p.numel() for p in self._params))
 
     def _setup(self, agent, n_itr, batch_spec, mid_batch_reset, examples, world_size):
         name = type(self).__name__

@@ -84,7 +84,11 @@ class PolicyGradientAlgo(RlAlgorithm):
         self.optimizer = make_optimizer(
             self.OptimCls, self._params, self.learning_rate, self.optim_kwargs
         )
-        self._direct_step = direct_step_for(self.optimizer)
+        # Fused Adam's kernel called directly; RMSprop compiled when the run is long
+        # enough to repay the compile (one gradient step per iteration counted: a floor).
+        self._direct_step = direct_step_for(
+            self.optimizer, planned_work=float(getattr(self, "n_itr", 0))
+            * sum(p.numel() for p in self._params))
         self.lr_scheduler = self.make_lr_scheduler()
         if self.initial_optim_state_dict is not None:
             self.load_optim_state_dict(self.initial_optim_state_dict)
