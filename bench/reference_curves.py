@@ -55,7 +55,7 @@ def summary_row(algo: str, seeds, results: Path) -> str:
         history = eval_history(results / algo / f"run_{seed}")
         first = next((s for s, ret in history if threshold is not None and ret >= threshold),
                      None)
-        reached.append("never" if first is None else f"{first / 1000:g}k")
+        reached.append("never" if first is None else f"{first / 1000:.0f}k")
         finals.append(history[-1][1])
     mean = statistics.fmean(finals)
     std = statistics.pstdev(finals)
