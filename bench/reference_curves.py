@@ -6,7 +6,10 @@ preset's budget,
 one run per seed, under ``<results-dir>/<algo>/run_<seed>`` (git-ignored), then
 ``rlpyt plot`` draws the mean evaluation return with a min-max band across seeds into
 ``<out-dir>/reference_<algo>.png``.  Finished runs are kept (delete them to re-run);
-an interrupted one runs again.
+an interrupted one runs again.  At the end it prints a Markdown table, one row per
+algorithm: the steps to the first evaluation at or above the task's threshold and the
+final evaluation return of every seed, with the final returns' mean, standard deviation
+and range over seeds (``--table-only`` prints it from the kept runs without training).
 
     python bench/reference_curves.py --algos ppo a2c dqn --seeds 0 1 2 --out-dir docs/img
 """
@@ -17,6 +20,8 @@ import argparse
 import contextlib
 import csv
 import io
+import shutil
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -29,6 +34,34 @@ from rlpyt.cli import main as rlpyt_main  # noqa: E402
 from rlpyt.cli.presets import PRESETS  # noqa: E402
 
 DEFAULT_RESULTS = ROOT / "bench" / "results" / "reference"
+# The learning tests' thresholds of the presets' tasks (evaluation return).
+THRESHOLDS = {"CartPole-v1": 475.0, "Pendulum-v1": -250.0}
+
+
+def eval_history(run_dir: Path) -> list[tuple[int, float]]:
+    """``[(env steps, mean evaluation return), ...]`` of a run's ``progress.csv``."""
+    with open(run_dir / "progress.csv", newline="") as f:
+        return [(int(float(row["CumSteps"])), float(row["ReturnAverage"]))
+                for row in csv.DictReader(f)]
+
+
+def summary_row(algo: str, seeds, results: Path) -> str:
+    """One Markdown table row: steps to the threshold and final return of each seed,
+    then the final returns' mean +- std and [min, max] over seeds."""
+    env = PRESETS[algo].env
+    threshold = THRESHOLDS.get(env)
+    reached, finals = [], []
+    for seed in seeds:
+        history = eval_history(results / algo / f"run_{seed}")
+        first = next((s for s, ret in history if threshold is not None and ret >= threshold),
+                     None)
+        reached.append("never" if first is None else f"{first / 1000:.0f}k")
+        finals.append(history[-1][1])
+    mean = statistics.fmean(finals)
+    std = statistics.pstdev(finals)
+    return (f"| {algo} | {env} | {threshold:g} | {', '.join(reached)} | "
+            f"{', '.join(f'{f:.0f}' for f in finals)} | {mean:.0f} +- {std:.0f} "
+            f"[{min(finals):.0f}, {max(finals):.0f}] |")
 
 
 def finished(run_dir: Path, n_steps: int) -> bool:
@@ -46,6 +79,8 @@ def run(algo: str, seed: int, results: Path) -> None:
     if finished(run_dir, PRESETS[algo].runner_kwargs["n_steps"]):
         print(f"{algo} seed {seed}: kept ({run_dir})", flush=True)
         return
+    if run_dir.exists():  # an interrupted run starts again from scratch
+        shutil.rmtree(run_dir)
     start = time.time()
     with contextlib.redirect_stdout(io.StringIO()):
         code = rlpyt_main(["train", "--algo", algo, "--seed", str(seed), "--run-id", str(seed),
@@ -62,9 +97,11 @@ def main() -> None:
     p.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
     p.add_argument("--out-dir", type=Path, default=None,
                    help="where the PNGs go (default <results-dir>)")
+    p.add_argument("--table-only", action="store_true",
+                   help="print the summary table of the kept runs; train and plot nothing")
     args = p.parse_args()
     out_dir = args.out_dir or args.results_dir
-    for algo in args.algos:
+    for algo in [] if args.table_only else args.algos:
         for seed in args.seeds:
             run(algo, seed, args.results_dir)
         preset = PRESETS[algo]
@@ -72,6 +109,12 @@ def main() -> None:
                     str(out_dir / f"reference_{algo}.png"), "--labels", algo, "--title",
                     f"{algo} on {preset.env}: mean evaluation return, min-max over "
                     f"{len(args.seeds)} seeds"])
+    print(f"| preset | task | threshold | first evaluation >= threshold (seeds "
+          f"{', '.join(map(str, args.seeds))}) | final evaluation return | final: mean "
+          f"+- std [min, max] |")
+    print("|---|---|---|---|---|---|")
+    for algo in args.algos:
+        print(summary_row(algo, args.seeds, args.results_dir))
 
 
 if __name__ == "__main__":

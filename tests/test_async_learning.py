@@ -9,7 +9,10 @@
 * R2D2 (R2D1 with per-actor epsilons under ``AsyncRl``) on velocity-masked CartPole:
   400 within 300k env steps (``examples/r2d2_masked_cartpole.py``).
 
-Per-seed results are printed (``pytest -s``).
+A seed passes when it reaches its threshold and the mean of its last two evaluations
+is at least 90% of it (for Pendulum's negative threshold, within 10% below it:
+``helpers.EndOfRun``); its run ends two evaluations after it first reaches the
+threshold.  Per-seed results are printed (``pytest -s``).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import time
 
 import pytest
 import torch
+from helpers import EndOfRun
 
 from rlpyt.agents.dqn.dqn_agent import DqnAgent
 from rlpyt.agents.qpg.sac_agent import SacAgent
@@ -42,9 +46,11 @@ def load_example(name: str):
 
 
 def stop_at(threshold: float):
+    end_of_run = EndOfRun(threshold)
+
     class StopAtThreshold(AsyncRlEval):
         def should_stop(self) -> bool:
-            return bool(self.eval_history) and self.eval_history[-1][1] >= threshold
+            return end_of_run.should_stop(self.eval_history)
 
     return StopAtThreshold
 
@@ -52,6 +58,7 @@ def stop_at(threshold: float):
 def run_seeds(build, seeds, needed: int, threshold: float, tmp_path, name: str) -> None:
     """Train seeds until the outcome is decided; assert ``needed`` of them pass."""
     torch.set_num_threads(1)
+    end_of_run = EndOfRun(threshold)
     passes = failures = 0
     lines = []
     for seed in seeds:
@@ -62,12 +69,11 @@ def run_seeds(build, seeds, needed: int, threshold: float, tmp_path, name: str) 
         with logger_context(str(tmp_path / str(seed)), seed, name, override_prefix=True):
             summary = runner.train()
         history = summary["eval_history"]
-        solved_at = next((steps for steps, ret in history if ret >= threshold), None)
-        passes += solved_at is not None
-        failures += solved_at is None
-        best = max(ret for _, ret in history)
-        lines.append(f"{name} seed {seed}: best eval {best:.1f}, reached {threshold} at "
-                     f"{solved_at} steps, {time.perf_counter() - start:.0f} s wall")
+        passed = end_of_run.judge(history)["passed"]
+        passes += passed
+        failures += not passed
+        lines.append(f"{end_of_run.describe(name, seed, history)}, "
+                     f"{time.perf_counter() - start:.0f} s wall")
         print(lines[-1], flush=True)
     assert passes >= needed, "\n".join(lines)
 

@@ -135,12 +135,13 @@ def test_bad_keywords_are_rejected_by_name(kwargs, match):
 
 def test_on_policy_impala_takes_a2cs_step():
     """Behaviour = learner: every rho is 1 and the V-trace targets with lambda = 1 are the
-    discounted returns, so the first update is A2C's with gae_lambda = 1 (up to the
-    float rounding of recomputing the values in one batched forward pass)."""
+    discounted returns, so the first update is A2C's with gae_lambda = 1 and Impala's
+    default advantage normalisation (up to the float rounding of recomputing the values
+    in one batched forward pass)."""
     agent = CategoricalPgAgent()
     (samples,), examples, batch_spec = cartpole_batches(agent, 1)
     twin = copy.deepcopy(agent)
-    impala, a2c = Impala(), A2C(gae_lambda=1)
+    impala, a2c = Impala(), A2C(gae_lambda=1, normalize_advantage=True)
     impala.initialize(agent, 10, batch_spec, mid_batch_reset=True, examples=examples)
     a2c.initialize(twin, 10, batch_spec, mid_batch_reset=True, examples=examples)
     info = impala.optimize_agent(0, samples)
@@ -180,6 +181,47 @@ def test_off_policy_batches_are_reweighted_and_truncated():
                           log_rho, rho_bar=2.0, c_bar=1.0)
     expected = algo.value_loss_coeff * losses.value_loss(value, vs)
     assert terms["valueLoss"].item() == pytest.approx(expected.item(), rel=1e-5)
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_linear_lr_schedule_reaches_zero_at_the_last_iteration(asynchronous):
+    """One schedule step per gradient step, from ``learning_rate`` to 0 after ``n_itr``;
+    a resumed optimizer continues the schedule; ``linear_lr_schedule=False`` keeps it."""
+    agent = CategoricalPgAgent()
+    (samples,), examples, batch_spec = cartpole_batches(agent, 1)
+    n_itr = 4
+    algo = Impala(learning_rate=0.01)
+    if asynchronous:
+        algo.async_initialize(agent, n_itr, batch_spec, mid_batch_reset=True,
+                              examples=examples)
+        agent.send_shared_memory = lambda: None
+        algo.optim_initialize()
+    else:
+        algo.initialize(agent, n_itr, batch_spec, mid_batch_reset=True, examples=examples)
+    rates = []
+    for itr in range(n_itr):
+        rates.append(algo.optimizer.param_groups[0]["lr"])
+        if asynchronous:
+            algo.fifo.append_samples(algo.samples_to_buffer(samples))
+            algo.optimize_agent(itr)
+        else:
+            algo.optimize_agent(itr, samples)
+        if itr == 1:
+            state = copy.deepcopy(algo.optim_state_dict())
+    assert rates == pytest.approx([0.01, 0.0075, 0.005, 0.0025])
+    assert algo.optimizer.param_groups[0]["lr"] == 0.0
+    resumed = Impala(learning_rate=0.01, initial_optim_state_dict=state)
+    twin = CategoricalPgAgent()
+    cartpole_batches(twin, 1)  # initializes the twin's model on the same spaces
+    resumed.initialize(twin, n_itr, batch_spec, mid_batch_reset=True, examples=examples)
+    assert resumed.optimizer.param_groups[0]["lr"] == pytest.approx(0.005)
+
+    constant = Impala(learning_rate=0.01, linear_lr_schedule=False)
+    constant.initialize(agent, n_itr, batch_spec, mid_batch_reset=True, examples=examples)
+    for itr in range(2):
+        constant.optimize_agent(itr, samples)
+    assert constant.lr_scheduler is None
+    assert constant.optimizer.param_groups[0]["lr"] == 0.01
 
 
 def test_recurrent_agent_starts_from_the_stored_rnn_state():

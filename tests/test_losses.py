@@ -355,3 +355,133 @@ def test_policy_gradient_loss_gradient_is_the_score_function():
     advantage = torch.tensor([[3.0, -1.0]])
     L.policy_gradient_loss(log_prob, advantage).backward()
     assert torch.equal(log_prob.grad, -advantage / 2)
+
+
+# ---- a time-limit truncation in the middle of a batch ------------------------------------
+
+
+def mid_batch_truncation():
+    """A fixed off-policy batch, T=8, B=3, whose episodes hit a time limit mid-batch.
+
+    Column 0 is truncated at t=3 and a new episode runs on, to a true termination at
+    t=6 and into a third episode; column 1 is truncated at t=5 only; column 2 is
+    truncated at t=0 and again at the last step (t=7).  Every ratio differs from 1
+    (some beyond rho_bar=1) so that the truncations of V-trace's weights matter.
+    """
+    T, B = 8, 3
+    rng = np.random.default_rng(27)
+    reward = rng.uniform(0.5, 1.5, (T, B))
+    value = rng.uniform(5.0, 10.0, (T, B))
+    done = np.zeros((T, B), dtype=bool)
+    timeout = np.zeros((T, B), dtype=bool)
+    timeout_value = np.zeros((T, B))
+    for t, b, final_value in ((3, 0, 9.5), (5, 1, 12.0), (0, 2, 4.0), (7, 2, 8.0)):
+        done[t, b] = timeout[t, b] = True
+        timeout_value[t, b] = final_value  # V(the truncated episode's final observation)
+    done[6, 0] = True  # a true termination: nothing to bootstrap
+    bootstrap = np.array([7.0, 6.0, 100.0])  # column 2's must not count (t=7 is an end)
+    log_rho = rng.uniform(-0.7, 0.7, (T, B))
+    return reward, value, done, timeout, timeout_value, bootstrap, log_rho
+
+
+def treated_as_terminal(batch):
+    """The same batch with its truncations read as true ends (the bug the test guards)."""
+    reward, value, done, timeout, _, bootstrap, log_rho = batch
+    return reward, value, done, timeout, np.zeros_like(reward), bootstrap, log_rho
+
+
+DISCOUNT = 0.95
+
+
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+def test_every_estimator_bootstraps_a_mid_batch_truncation(kind):
+    """Each return estimator, fed the library's timeout-bootstrapped reward, equals its
+    plain forward loop, which continues a truncated step with ``discount * V(final obs)``
+    and stops there; and each differs from reading the truncation as a termination."""
+    batch = mid_batch_truncation()
+    _, value, done, _, _, bootstrap, log_rho = batch
+    reward = library_reward(batch, DISCOUNT)
+    args = as_kind(kind, reward, value, done, bootstrap)
+    (log_rho_k,) = as_kind(kind, log_rho)
+    wrong = treated_as_terminal(batch)
+
+    got_return = L.discount_return(args[0], args[2], args[3], DISCOUNT)
+    close(got_return, lambda_return_ref(batch, DISCOUNT, 1.0))
+    for n in (1, 3, 8):
+        close(L.n_step_returns(*args, DISCOUNT, n), n_step_ref(batch, DISCOUNT, n))
+    for lam in (0.0, 0.8, 1.0):
+        expected = lambda_return_ref(batch, DISCOUNT, lam)
+        close(L.lambda_returns(*args, DISCOUNT, lam), expected)
+        advantage, _ = L.generalized_advantage_estimation(*args, DISCOUNT, lam)
+        close(advantage, expected - value)
+    for rho_bar, c_bar, lam in ((1.0, 1.0, 1.0), (1.5, 0.9, 0.95), (None, None, 1.0)):
+        vs, pg_advantage = L.vtrace(*args, DISCOUNT, log_rho_k, rho_bar=rho_bar, c_bar=c_bar,
+                                    lambda_=lam)
+        bars = (math.inf if rho_bar is None else rho_bar, math.inf if c_bar is None else c_bar)
+        ref_vs, ref_advantage = vtrace_ref(batch, DISCOUNT, *bars, lam)
+        close(vs, ref_vs)
+        close(pg_advantage, ref_advantage)
+        wrong_vs, _ = vtrace_ref(wrong, DISCOUNT, *bars, lam)
+        assert np.abs(ref_vs - wrong_vs)[:4, 0].min() > 0.1  # every step before t=3 differs
+    for rho_bar in (0.8, math.inf):
+        close(L.importance_weighted_returns(*args, DISCOUNT, log_rho_k, rho_bar=rho_bar),
+              importance_weighted_ref(batch, DISCOUNT, rho_bar), tol=1e-8)
+
+    # The truncated step itself: its reward plus the discounted final value, then nothing.
+    r, t3 = batch[0], lambda_return_ref(batch, DISCOUNT, 1.0)
+    assert t3[3, 0] == pytest.approx(r[3, 0] + DISCOUNT * 9.5)
+    assert t3[7, 2] == pytest.approx(r[7, 2] + DISCOUNT * 8.0)  # not the bootstrap of 100
+    assert t3[6, 0] == pytest.approx(r[6, 0])  # the true termination
+
+
+def test_n_step_sums_stop_at_a_mid_batch_truncation():
+    """The replay's n-step sums (bootstrapped by the buffers themselves) stop at a
+    truncation as at any end, and flag it in ``done_n``."""
+    reward, _, done, _, _, _, _ = mid_batch_truncation()
+    T, B = reward.shape
+    n = 3
+    got, done_n = L.discount_return_n_step(reward, done, n, DISCOUNT, do_truncated=True)
+    for b in range(B):
+        for t in range(T):
+            total, ended = 0.0, False
+            for k in range(min(n, T - t)):
+                total += DISCOUNT**k * reward[t + k, b]
+                if done[t + k, b]:
+                    ended = True
+                    break
+            assert got[t, b] == pytest.approx(total)
+            assert bool(done_n[t, b]) == ended
+
+
+def test_impala_and_a2c_targets_bootstrap_a_mid_batch_truncation():
+    """The algorithms' own paths from a sampler batch (Impala's ``vtrace_targets``, A2C's
+    ``process_returns``) add the timeout bootstrap before their estimators."""
+    from types import SimpleNamespace
+
+    from rlpyt.algos.pg.a2c import A2C
+    from rlpyt.algos.pg.impala import Impala, ImpalaBatch
+
+    batch = mid_batch_truncation()
+    reward, value, done, timeout, timeout_value, bootstrap, log_rho = (
+        torch.as_tensor(x) for x in batch)
+    impala = Impala(discount=DISCOUNT, rho_bar=1.0, c_bar=1.0, vtrace_lambda=0.9)
+    impala.mid_batch_reset = True
+    fields = dict.fromkeys(ImpalaBatch._fields)
+    fields.update(reward=reward, done=done, timeout=timeout, timeout_value=timeout_value,
+                  bootstrap_value=bootstrap)
+    vs, pg_advantage, valid = impala.vtrace_targets(ImpalaBatch(**fields), value, log_rho)
+    ref_vs, ref_advantage = vtrace_ref(batch, DISCOUNT, 1.0, 1.0, 0.9)
+    close(vs, ref_vs)
+    close(pg_advantage, ref_advantage)
+    assert valid is None
+
+    a2c = A2C(discount=DISCOUNT, gae_lambda=0.7)
+    a2c.mid_batch_reset = True
+    samples = SimpleNamespace(
+        env=SimpleNamespace(reward=reward, done=done, env_info=SimpleNamespace(timeout=timeout)),
+        agent=SimpleNamespace(agent_info=SimpleNamespace(value=value), bootstrap_value=bootstrap,
+                              timeout_value=timeout_value))
+    return_, advantage, _ = a2c.process_returns(samples)
+    expected = lambda_return_ref(batch, DISCOUNT, 0.7)
+    close(return_, expected)
+    close(advantage, expected - batch[1])

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from helpers import EarlyStopRunner
+from helpers import EarlyStopRunner, EndOfRun
 
 from rlpyt.agents.pg.atari import AlternatingAtariLstmAgent, AtariLstmAgent
 from rlpyt.agents.pg.categorical import CategoricalPgAgent
@@ -26,31 +26,30 @@ from rlpyt.utils.logging.context import logger_context
 TWO_WORKERS = dict(n_workers=2, worker_torch_threads=1)
 
 
-def _ppo_cartpole(SamplerCls, seed, tmp_path) -> dict:
+SOLVED = EndOfRun(475)
+
+
+def _ppo_cartpole(SamplerCls, seed, tmp_path) -> bool:
     preset = PRESETS["ppo"]
     sampler = SamplerCls(EnvCls=make, env_kwargs=dict(id="CartPole-v1"),
                          **{**preset.sampler_kwargs, "eval_n_envs": 4,
                             "eval_max_trajectories": 8})
     runner = EarlyStopRunner(algo=PPO(**preset.algo_kwargs), agent=CategoricalPgAgent(),
                              sampler=sampler, n_steps=100_000, seed=seed,
-                             affinity=TWO_WORKERS, log_interval_steps=10_000, target_return=475)
+                             affinity=TWO_WORKERS, log_interval_steps=10_000, end_of_run=SOLVED)
     with logger_context(str(tmp_path / f"{SamplerCls.__name__}_{seed}"), seed, "ppo",
                         override_prefix=True):
         summary = runner.train()
-    best = max((r for _, r in summary["eval_history"]), default=float("nan"))
-    print(f"PPO {SamplerCls.__name__} seed {seed}: best eval {best:.1f}; "
-          f"history {summary['eval_history']}")
-    return best
+    print(SOLVED.describe(f"PPO {SamplerCls.__name__}", seed, summary["eval_history"]))
+    return SOLVED.judge(summary["eval_history"])["passed"]
 
 
 @pytest.mark.learning
 @pytest.mark.parametrize("SamplerCls", [CpuSampler, GpuSampler])
 def test_ppo_learns_cartpole_with_two_workers(SamplerCls, tmp_path):
-    """Mean eval return >= 475 within 100k steps (seed 0, or seed 1 if seed 0 misses)."""
-    best = _ppo_cartpole(SamplerCls, 0, tmp_path)
-    if best < 475:
-        best = _ppo_cartpole(SamplerCls, 1, tmp_path)
-    assert best >= 475
+    """Mean eval return >= 475 within 100k steps and a mean of at least 427.5 over the two
+    evaluations after (seed 0, or seed 1 if seed 0 misses)."""
+    assert _ppo_cartpole(SamplerCls, 0, tmp_path) or _ppo_cartpole(SamplerCls, 1, tmp_path)
 
 
 @pytest.mark.slow

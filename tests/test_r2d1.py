@@ -10,7 +10,7 @@ from collections import namedtuple
 import numpy as np
 import pytest
 import torch
-from helpers import make_masked_cartpole, train_until
+from helpers import EndOfRun, make_masked_cartpole, train_until
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -640,7 +640,8 @@ LEARNING_SEEDS = [0]
 @pytest.mark.learning
 @pytest.mark.parametrize("seed", LEARNING_SEEDS)
 def test_r2d1_learns_masked_cartpole(seed, run_dir):
-    """R2D1 with the default recurrent model balances velocity-masked CartPole (needs memory)."""
+    """R2D1 with the default recurrent model balances velocity-masked CartPole (needs memory):
+    400 within 300k steps, and a mean of at least 360 over the two evaluations after."""
     torch.set_num_threads(1)
     sampler = SerialSampler(EnvCls=make_masked_cartpole, env_kwargs={}, batch_T=20, batch_B=16,
                             max_decorrelation_steps=0, eval_n_envs=4, eval_max_trajectories=8)
@@ -648,8 +649,9 @@ def test_r2d1_learns_masked_cartpole(seed, run_dir):
                 n_step_return=3, min_steps_learn=5000, replay_size=50_000, replay_ratio=8,
                 target_update_interval=100, eps_steps=30_000, learning_rate=1e-3)
     start = time.time()
+    end_of_run = EndOfRun(400)
     summary = train_until(algo, R2d1Agent(), sampler, n_steps=300_000, seed=seed,
-                          target_return=400, log_dir=run_dir, log_interval_steps=10_000)
-    print(f"R2D1 masked CartPole seed {seed}: best eval {summary['best_eval_return']:.0f} at "
-          f"{summary['steps']} steps, {time.time() - start:.0f} s")
-    assert summary["best_eval_return"] >= 400
+                          end_of_run=end_of_run, log_dir=run_dir, log_interval_steps=10_000)
+    line = end_of_run.describe("R2D1 masked CartPole", seed, summary["eval_history"])
+    print(f"{line}; {time.time() - start:.0f} s")
+    assert summary["passed"], line

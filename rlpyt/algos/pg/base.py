@@ -94,8 +94,17 @@ class PolicyGradientAlgo(RlAlgorithm):
             self.load_optim_state_dict(self.initial_optim_state_dict)
 
     def make_lr_scheduler(self):
-        """A ``torch.optim.lr_scheduler`` stepped once per ``optimize_agent``, or None."""
-        return None
+        """A ``torch.optim.lr_scheduler`` stepped once per ``optimize_agent``, or None.
+
+        With ``linear_lr_schedule`` (PPO, Impala) the learning rate falls linearly from
+        ``learning_rate`` to 0 over the run's ``n_itr`` iterations (``linear_decay``).
+        """
+        if not getattr(self, "linear_lr_schedule", False):
+            return None
+        n_itr = self.n_itr
+        return torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, lr_lambda=lambda itr: linear_decay(itr, n_itr)
+        )
 
     def optim_state_dict(self) -> dict:
         """The optimizer's state dict, or ``{"optimizer", "lr_scheduler"}`` with a schedule."""

@@ -185,14 +185,6 @@ class PPO(PolicyGradientAlgo):
                 f"{batch_spec.size}; valid values: 1 to {batch_spec.size}"
             )
 
-    def make_lr_scheduler(self):
-        if not self.linear_lr_schedule:
-            return None
-        n_itr = self.n_itr
-        return torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lr_lambda=lambda itr: linear_decay(itr, n_itr)
-        )
-
     @property
     def current_ratio_clip(self) -> float:
         """``ratio_clip``, annealed with the learning rate under ``linear_lr_schedule``."""
