@@ -135,13 +135,14 @@ def test_bad_keywords_are_rejected_by_name(kwargs, match):
 
 def test_on_policy_impala_takes_a2cs_step():
     """Behaviour = learner: every rho is 1 and the V-trace targets with lambda = 1 are the
-    discounted returns, so the first update is A2C's with gae_lambda = 1 and Impala's
-    default advantage normalisation (up to the float rounding of recomputing the values
-    in one batched forward pass)."""
+    discounted returns, so the first update is A2C's with gae_lambda = 1 and the same
+    advantage normalisation (up to the float rounding of recomputing the values in one
+    batched forward pass)."""
     agent = CategoricalPgAgent()
     (samples,), examples, batch_spec = cartpole_batches(agent, 1)
     twin = copy.deepcopy(agent)
-    impala, a2c = Impala(), A2C(gae_lambda=1, normalize_advantage=True)
+    impala = Impala(normalize_advantage=True)
+    a2c = A2C(gae_lambda=1, normalize_advantage=True)
     impala.initialize(agent, 10, batch_spec, mid_batch_reset=True, examples=examples)
     a2c.initialize(twin, 10, batch_spec, mid_batch_reset=True, examples=examples)
     info = impala.optimize_agent(0, samples)
