@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import time
 from dataclasses import dataclass, field
 
@@ -40,6 +41,7 @@ log = logging.getLogger(__name__)
 POLL_S = 0.5  # How often a wait looks for hung envs.
 PROBE_TIMEOUT_S = 10.0  # How long a hung actor may take to answer ``busy``.
 CLOSE_GRACE_S = 2.0  # How long actors get to close their envs at shutdown.
+RESTARTING_POLL_S = 0.5  # How often to ask an actor Ray is restarting whether it is back.
 PROBE_GROUP = "probe"
 
 
@@ -150,7 +152,8 @@ class ActorGroup:
 
     def _setup(self, indices, why: str) -> None:
         """Set actors up (their envs built, reset and decorrelated), waiting at most
-        ``restart_timeout`` for each to be placed and ready."""
+        ``restart_timeout`` for each to be placed and ready.  An actor Ray is still
+        restarting is asked again shortly; one that dies again counts as a restart."""
         refs = {i: self.specs[i].handle.setup.remote(self.specs[i].setup_args())
                 for i in indices}
         deadline = time.monotonic() + self.restart_timeout
@@ -161,10 +164,15 @@ class ActorGroup:
             for i, info in results.items():
                 spec = self.specs[i]
                 spec.node_id, spec.node_ip, spec.pid = info["node_id"], info["node_ip"], info["pid"]
-            for i, cause in lost.items():  # Died while being set up: Ray restarts it again.
-                self._count_restart(i, cause)
+            if any(not died for _, died in lost.values()):
+                time.sleep(RESTARTING_POLL_S)
+            for i, (cause, died) in lost.items():
+                if died:
+                    self._count_restart(i, cause)
                 refs[i] = self.specs[i].handle.setup.remote(self.specs[i].setup_args())
             refs = {i: r for i, r in refs.items() if i not in results}
+            if time.monotonic() >= deadline and refs:
+                self._not_ready(refs, why)
 
     def _not_ready(self, refs, why: str):
         names = "; ".join(self.specs[i].describe() for i in refs)
@@ -196,7 +204,7 @@ class ActorGroup:
         while refs:
             done, lost = self._wait(refs, None)
             results.update(done)
-            for i, cause in lost.items():
+            for i, (cause, _) in lost.items():
                 self.replace(i, cause)
                 restarted = True
                 if retry:
@@ -227,7 +235,8 @@ class ActorGroup:
         """Wait until every ref in ``refs`` is done or its actor is lost, or ``deadline``
         (``time.monotonic``) passes (then ``(None, {})``).  Returns ``(results, lost)``:
         ``lost`` maps an actor whose process died (or that restarted and lost its
-        state) to the cause.  An env that raised, or hung past ``step_timeout``,
+        state) to ``(cause, died)``; ``died`` is False when Ray reports the actor as
+        being restarted (a death already seen).  An env that raised, or hung past ``step_timeout``,
         raises ``ActorError``."""
         ray = self.ray
         index = {ref: i for i, ref in refs.items()}
@@ -242,14 +251,17 @@ class ActorGroup:
                 i = index[ref]
                 try:
                     value = ray.get(ref)
+                except ray.exceptions.ActorUnavailableError as e:
+                    lost[i] = (_cause(e), False)
+                    continue
                 except ray.exceptions.RayActorError as e:
-                    lost[i] = _cause(e)
+                    lost[i] = (_cause(e), True)
                     continue
                 except ray.exceptions.RayTaskError as e:
                     raise ActorError(f"{self.specs[i].describe()} raised; its traceback:\n"
                                      f"{_remote_traceback(e)}") from None
                 if isinstance(value, str) and value == LOST:
-                    lost[i] = "it was restarted by Ray and lost its envs"
+                    lost[i] = ("it was restarted by Ray and lost its envs", True)
                 else:
                     results[i] = value
             if deadline is not None and time.monotonic() >= deadline and pending:
@@ -314,8 +326,9 @@ def _cause(error) -> str:
 
 
 def _remote_traceback(error) -> str:
-    """The remote traceback of a ``RayTaskError`` (its text, without Ray's wrapper lines)."""
-    text = str(error)
+    """The remote traceback of a ``RayTaskError`` (its text, without Ray's wrapper lines
+    and colour codes)."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(error))
     marker = "Traceback (most recent call last):"
     return text[text.find(marker):] if marker in text else text
 
