@@ -58,25 +58,41 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TIME_COLUMNS = ("Time", "PerSecond")
 
 
+def _start_cluster(attempts: int = 3) -> Cluster:
+    """Head + 2 nodes of 1 CPU each.  Ray gives a starting node a fixed 30 s to register,
+    which a heavily loaded 2-core machine can miss: then start over."""
+    for attempt in range(attempts):
+        c = Cluster()
+        try:
+            c.add_node(num_cpus=1, include_dashboard=False)
+            for _ in range(2):
+                c.add_node(num_cpus=1)
+            c.wait_for_nodes()
+            return c
+        except Exception as e:  # noqa: BLE001 - Ray raises a bare Exception here
+            c.shutdown()
+            if attempt == attempts - 1 or "timed out during startup" not in str(e):
+                raise
+    raise AssertionError("unreachable")
+
+
 @pytest.fixture(scope="module")
 def cluster():
-    """Head + 2 nodes of 1 CPU each; this process connected as the driver.  Actor
-    processes import this module's envs, so the tests directory is on their path."""
+    """The module's cluster, this process connected as the driver.  Actor processes
+    import this module's envs, so the tests directory is on their path."""
     saved = os.environ.get("PYTHONPATH")
     tests = os.path.join(ROOT, "tests")
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, tests, saved) if p)
-    c = Cluster(initialize_head=True,
-                head_node_args=dict(num_cpus=1, include_dashboard=False))
+    c = None
     try:
-        for _ in range(2):
-            c.add_node(num_cpus=1)
-        c.wait_for_nodes()
+        c = _start_cluster()
         ray.init(address=c.address, log_to_driver=False)
         yield c
     finally:
         if ray.is_initialized():
             ray.shutdown()
-        c.shutdown()
+        if c is not None:
+            c.shutdown()
         if saved is None:
             os.environ.pop("PYTHONPATH", None)
         else:
