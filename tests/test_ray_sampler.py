@@ -111,7 +111,7 @@ def actor_processes() -> list:
     return found
 
 
-def assert_no_actor_left(pids, timeout=15.0):
+def assert_no_actor_left(pids, timeout=60.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         alive = [pid for pid in pids if psutil.pid_exists(pid)
