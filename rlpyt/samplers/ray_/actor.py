@@ -9,12 +9,14 @@ collected with.  No torch tensor crosses the wire after set-up.
 
 Life cycle, driven by the sampler:
 
-* ``__init__`` stores the run's common settings (Ray calls it again, with the same
-  arguments, when it restarts a dead actor).
-* ``setup(spec)`` builds the envs from the seeds in ``spec``, resets and decorrelates
-  them, and returns where the actor runs.  The sampler calls it after creating the
-  actor and again after every restart, with fresh seeds, so that a replacement
-  actor is re-seeded deterministically from the run seed.
+* ``__init__`` takes no arguments (Ray calls it again when it restarts a dead actor,
+  and an actor whose constructor arguments live in the object store could not be
+  restarted once they were gone).
+* ``setup(common, spec)`` fetches the run's common settings, builds the envs from the
+  seeds in ``spec``, resets and decorrelates them, and returns where the actor runs.
+  The sampler calls it after creating the actor and again after every restart, with
+  fresh seeds, so that a replacement actor is re-seeded deterministically from the
+  run seed.
 * ``sample(itr, params, version)`` collects one batch.  ``params`` is a one-element
   list holding the ``ObjectRef`` of the parameters (a list, so Ray does not fetch
   it on every call): the actor fetches and loads it only when ``version`` is new.
@@ -94,10 +96,9 @@ class _NoSync:
 class EnvActor:
     """Steps a slice of a sampler's envs with a CPU copy of the agent.
 
-    Args:
-        common_box: a one-element list holding the ``ObjectRef`` of the run's settings
-            (put into the object store once for all actors, and kept alive by the
-            sampler for restarts), the same for every actor: ``EnvCls``,
+    ``setup``'s ``common_box`` is a one-element list holding the ``ObjectRef`` of the
+    run's settings (put into the object store once for all actors), the same for
+    every actor: ``EnvCls``,
             ``env_kwargs``, ``eval_env_kwargs``, ``batch_T``, ``global_B``,
             ``CollectorCls``, ``eval_CollectorCls``, ``TrajInfoCls`` (already bound to
             its keyword arguments), ``max_decorrelation_steps``, ``eval_n_envs``,
@@ -106,13 +107,8 @@ class EnvActor:
             ``agent`` (initialized, on CPU), ``torch_threads``.
     """
 
-    def __init__(self, common_box: list):
-        import ray
-        import torch
-
-        common = ray.get(common_box[0])
-        torch.set_num_threads(int(common.get("torch_threads", 1)))  # Before any torch op.
-        self.common = common
+    def __init__(self):
+        self.common = None
         self.ready = False
         self.version = -1
         self.envs, self.eval_envs = [], []
@@ -120,7 +116,7 @@ class EnvActor:
         self._thread = None  # ident of the thread running the current command
 
     # ---- set-up ----------------------------------------------------------------------
-    def setup(self, spec: dict) -> dict:
+    def setup(self, common_box: list, spec: dict) -> dict:
         """Build and start this actor's envs; returns ``node_id``, ``node_ip``, ``pid``.
 
         ``spec``: ``index``, ``env_ranks``, ``env_seeds``, ``eval_env_ranks``,
@@ -129,6 +125,12 @@ class EnvActor:
         import os
 
         import ray
+        import torch
+
+        if self.common is None:
+            common = ray.get(common_box[0])
+            torch.set_num_threads(int(common.get("torch_threads", 1)))  # Before torch ops.
+            self.common = common
 
         from rlpyt.samplers.buffer import build_samples_buffer
         from rlpyt.samplers.collections import BatchSpec

@@ -147,15 +147,14 @@ class ActorGroup:
         ActorCls = ray.remote(concurrency_groups={PROBE_GROUP: 1})(EnvActor).options(**options)
         self._common_ref = ray.put(self.common)  # Once, not once per actor.
         for spec in self.specs:
-            spec.handle = ActorCls.remote([self._common_ref])  # A list: fetched by the actor.
+            spec.handle = ActorCls.remote()
         self._setup(range(len(self.specs)), "start")
 
     def _setup(self, indices, why: str) -> None:
         """Set actors up (their envs built, reset and decorrelated), waiting at most
         ``restart_timeout`` for each to be placed and ready.  An actor Ray is still
         restarting is asked again shortly; one that dies again counts as a restart."""
-        refs = {i: self.specs[i].handle.setup.remote(self.specs[i].setup_args())
-                for i in indices}
+        refs = {i: self._setup_call(i) for i in indices}
         deadline = time.monotonic() + self.restart_timeout
         while refs:
             results, lost = self._wait(refs, deadline)
@@ -169,10 +168,14 @@ class ActorGroup:
             for i, (cause, died) in lost.items():
                 if died:
                     self._count_restart(i, cause)
-                refs[i] = self.specs[i].handle.setup.remote(self.specs[i].setup_args())
+                refs[i] = self._setup_call(i)
             refs = {i: r for i, r in refs.items() if i not in results}
             if time.monotonic() >= deadline and refs:
                 self._not_ready(refs, why)
+
+    def _setup_call(self, i: int):
+        # The common settings in a list: Ray passes the ObjectRef, the actor fetches it.
+        return self.specs[i].handle.setup.remote([self._common_ref], self.specs[i].setup_args())
 
     def _not_ready(self, refs, why: str):
         names = "; ".join(self.specs[i].describe() for i in refs)
