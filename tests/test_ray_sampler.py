@@ -298,6 +298,13 @@ def test_actors_that_cannot_be_placed_fail_with_the_cluster_named(cluster):
         started(sampler)
 
 
+def test_cli_ray_flags_need_the_ray_sampler(tmp_path, capsys):
+    from rlpyt.cli import main
+
+    assert main(["train", "--actors", "2", "--log-dir", str(tmp_path)]) == 2
+    assert "--actors: only for the Ray sampler; add --sampler-type ray" in capsys.readouterr().out
+
+
 # ---- resume, through the command line -------------------------------------------------------
 def _cli(args, **popen):
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))

@@ -229,7 +229,7 @@ def _ray_flags(args, config: dict) -> None:
     given = [flag for flag, value in (("--actors", args.actors),
                                       ("--ray-address", args.ray_address)) if value is not None]
     if given and config.get("sampler_type") != "ray":
-        raise ConfigError(f"{' and '.join(given)} set(s) the Ray sampler: add --sampler-type ray")
+        raise ConfigError(f"{' and '.join(given)}: only for the Ray sampler; add --sampler-type ray")
     if args.actors is not None:
         config["sampler"]["n_actors"] = args.actors
     if args.ray_address is not None:
