@@ -138,17 +138,19 @@ def torchrl_peer(B, T, n_batches, repeats):
                                                  out_keys=["logits"]),
                                 in_keys=["logits"], out_keys=["action"],
                                 distribution_class=torch.distributions.Categorical)
+    total = B * T * (2 + n_batches * repeats + 1)  # Enough for every timed batch.
     collector = RayCollector([make_env, make_env], policy, frames_per_batch=B * T,
-                             total_frames=-1, sync=True, num_collectors=2,
+                             total_frames=total, sync=True, num_collectors=2,
                              remote_configs=dict(num_cpus=1, num_gpus=0,
                                                  memory=512 * 1024 ** 2))
+    collector.update_policy_weights_(policy)
     batches = iter(collector)
     for _ in range(2):
         next(batches)
 
     def run(n):
         for _ in range(n):
-            collector.update_policy_weights_()
+            collector.update_policy_weights_(policy)
             next(batches)
         return n * B * T
 
