@@ -22,6 +22,7 @@ SAMPLERS = {
     "alternating": "rlpyt.samplers.parallel.gpu.alternating_sampler:AlternatingSampler",
     "alternating-no-overlap":
         "rlpyt.samplers.parallel.gpu.alternating_sampler:NoOverlapAlternatingSampler",
+    "ray": "rlpyt.samplers.ray_.sampler:RaySampler",
 }
 RUNNER = "rlpyt.runners.minibatch_rl:MinibatchRlEval"
 # --runner async: the sampler type picks the asynchronous twin.
@@ -87,6 +88,11 @@ def add_train_parser(subparsers):
                         "(replay-based algorithms and impala; see docs/async.md)")
     p.add_argument("--workers", type=_positive(int), default=None,
                    help="worker processes of the parallel samplers (>= 1; default: all CPUs)")
+    p.add_argument("--actors", type=_positive(int), default=None,
+                   help="Ray actors of --sampler-type ray (default 2; see docs/distributed.md)")
+    p.add_argument("--ray-address", default=None,
+                   help="Ray cluster of --sampler-type ray: 'auto' (the cluster `ray start` "
+                        "made), HOST:PORT, or unset for a private local Ray")
     p.add_argument("--cuda-idx", type=_non_negative_int, default=None,
                    help="GPU index for training (default: CPU)")
     p.add_argument("--torch-threads", type=int, default=1,
@@ -192,6 +198,7 @@ def build_config(args, extra: list[str]) -> dict:
                               "not combine with --nproc (SyncRl ranks)")
     if args.sampler_type != "serial":
         config["sampler_type"] = args.sampler_type
+    _ray_flags(args, config)
     if args.runner != "sync":
         config["runner_type"] = args.runner
     preset = preset_for(config["algo_name"], config["env"]["id"])
@@ -215,6 +222,18 @@ def build_config(args, extra: list[str]) -> dict:
         runner={**_keyword_defaults(import_path(_runner_path(config))), **config["runner"]},
     )
     return apply_overrides(config, parse_override_args(extra), valid, defaults)
+
+
+def _ray_flags(args, config: dict) -> None:
+    """``--actors`` and ``--ray-address`` become RaySampler keywords."""
+    given = [flag for flag, value in (("--actors", args.actors),
+                                      ("--ray-address", args.ray_address)) if value is not None]
+    if given and config.get("sampler_type") != "ray":
+        raise ConfigError(f"{' and '.join(given)}: only for the Ray sampler; add --sampler-type ray")
+    if args.actors is not None:
+        config["sampler"]["n_actors"] = args.actors
+    if args.ray_address is not None:
+        config["sampler"]["ray_address"] = args.ray_address
 
 
 def load_run_config(path: str, flag: str = "config") -> dict:

@@ -341,6 +341,9 @@ class MinibatchRlBase(BaseRunner):
         batch = self._replay_batch_size() or self.itr_batch_size
         logger.record_tabular("ReplayRatio", new_updates * batch / max(new_steps, 1))
         logger.record_tabular("CumReplayRatio", updates * batch / max(cum_steps, 1))
+        # Sampler-specific columns (e.g. RaySampler's ActorRestarts).
+        for key, value in getattr(self.sampler, "diagnostics", dict)().items():
+            logger.record_tabular(key, value)
         if self._eval:
             logger.record_tabular("EvalTime (s)", eval_time)
             logger.record_tabular("CumEvalTime (s)", self._cum_eval_time)
