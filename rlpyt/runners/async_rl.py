@@ -37,7 +37,7 @@ import traceback
 
 import torch
 
-from rlpyt.runners.base import DivergenceError, apply_affinity
+from rlpyt.runners.base import DivergenceError, apply_affinity, training_torch_threads
 from rlpyt.runners.minibatch_rl import MinibatchRlBase
 from rlpyt.samplers.async_.base import AsyncSamplerBase, run_sampler
 from rlpyt.samplers.async_.control import AsyncControl, AsyncStopped, ThrottleSpec
@@ -197,8 +197,11 @@ class AsyncRlBase(MinibatchRlBase):
     # ---- set-up ------------------------------------------------------------------------
     def startup(self) -> int:
         optimizer_affinity, self.sampler_affinity = split_affinity(self.affinity)
-        apply_affinity(optimizer_affinity.get("cpus"), optimizer_affinity.get("torch_threads"),
+        threads, why = training_torch_threads(optimizer_affinity.get("torch_threads"),
+                                              optimizer_affinity.get("cpus"))
+        apply_affinity(optimizer_affinity.get("cpus"), threads,
                        optimizer_affinity.get("set_affinity", True))
+        logger.log(f"torch threads of the optimizer: {threads} ({why})")
         if self.seed is None:
             self.seed = make_seed()
         set_seed(self.seed)

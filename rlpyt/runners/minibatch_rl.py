@@ -10,7 +10,12 @@ import numpy as np
 import psutil
 
 from rlpyt.runners import checkpoint as ckpt
-from rlpyt.runners.base import BaseRunner, DivergenceError, apply_affinity
+from rlpyt.runners.base import (
+    BaseRunner,
+    DivergenceError,
+    apply_affinity,
+    training_torch_threads,
+)
 from rlpyt.runners.preflight import check_before_start
 from rlpyt.utils.logging import logger
 from rlpyt.utils.prog_bar import ProgBarCounter
@@ -32,6 +37,8 @@ class MinibatchRlBase(BaseRunner):
         seed: run seed (torch, numpy, python and every env); None draws one. Default None.
         affinity: dict with optional ``cuda_idx``, ``master_cpus``, ``workers_cpus``,
             ``master_torch_threads``, ``worker_torch_threads``, ``set_affinity``. Default None.
+            The training process runs ``master_torch_threads`` torch threads, else one
+            per ``master_cpus``, else 1 (what ``rlpyt train`` uses; logged at start).
         log_interval_steps: env steps between log rows (and evaluations). Default 1e5.
         log_traj_window: number of latest completed trajectories in the train stats. Default 100.
         checkpoint_interval_steps: env steps between whole-run checkpoints (written into
@@ -80,8 +87,12 @@ class MinibatchRlBase(BaseRunner):
 
     # ---- set-up ------------------------------------------------------------------
     def startup(self) -> int:
-        apply_affinity(self.affinity.get("master_cpus"), self.affinity.get("master_torch_threads"),
-                       self.affinity.get("set_affinity", True))
+        cpus = self.affinity.get("master_cpus")
+        threads, why = training_torch_threads(self.affinity.get("master_torch_threads"), cpus)
+        apply_affinity(cpus, threads, self.affinity.get("set_affinity", True))
+        if self.rank == 0:
+            logger.log(f"torch threads: {threads} ({why}; set affinity="
+                       f"dict(master_torch_threads=N) to change)")
         check_before_start(self.algo, self.agent, self.sampler, self.n_steps, self.affinity)
         if self.seed is None:
             self.seed = make_seed()
