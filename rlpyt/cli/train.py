@@ -11,6 +11,7 @@ import os
 
 from rlpyt.cli.overrides import ConfigError, apply_overrides, parse_override_args
 from rlpyt.cli.presets import PRESETS, import_path, preset_for
+from rlpyt.utils.logging.run_dir import next_run_id
 
 __all__ = ["add_train_parser", "build_config", "load_run_config", "run_train",
            "train_from_config"]
@@ -80,7 +81,9 @@ def add_train_parser(subparsers):
     p.add_argument("--seed", type=int, default=None,
                    help="run seed (default: the --config run's seed, else 0)")
     p.add_argument("--log-dir", default=None, help="run directory root (default runs/<algo>_<env>)")
-    p.add_argument("--run-id", type=int, default=0, help="run index within the log dir")
+    p.add_argument("--run-id", type=_non_negative_int, default=None,
+                   help="run index within the log dir (default: one more than the highest "
+                        "run_<k> there, so a repeated command starts a new run)")
     p.add_argument("--sampler-type", default="serial", choices=sorted(SAMPLERS))
     p.add_argument("--runner", default="sync", choices=["sync", "async"],
                    help="async: sample and optimize at once in separate processes "
@@ -391,7 +394,7 @@ def run_train(args, extra: list[str]) -> int:
             config = build_config(args, extra)
             env_id = config["env"]["id"]
             log_dir = args.log_dir or os.path.join("runs", f"{config['algo_name']}_{env_id}")
-            run_id = args.run_id
+            run_id = args.run_id if args.run_id is not None else next_run_id(log_dir)
     except ConfigError as e:
         print(f"rlpyt train: {e}")
         return 2

@@ -202,6 +202,8 @@ class AsyncRlBase(MinibatchRlBase):
         apply_affinity(optimizer_affinity.get("cpus"), threads,
                        optimizer_affinity.get("set_affinity", True))
         logger.log(f"torch threads of the optimizer: {threads} ({why})")
+        if self._n_steps_note:
+            logger.log(self._n_steps_note)
         if self.seed is None:
             self.seed = make_seed()
         set_seed(self.seed)

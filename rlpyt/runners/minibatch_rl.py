@@ -14,6 +14,7 @@ from rlpyt.runners.base import (
     BaseRunner,
     DivergenceError,
     apply_affinity,
+    capped_n_steps,
     training_torch_threads,
 )
 from rlpyt.runners.preflight import check_before_start
@@ -33,7 +34,8 @@ class MinibatchRlBase(BaseRunner):
         algo: the algorithm (``RlAlgorithm``).
         agent: the agent.
         sampler: the sampler.
-        n_steps: total env steps to train for (rounded up to whole sampler batches).
+        n_steps: total env steps to train for (rounded up to whole sampler batches); the
+            environment variable ``RLPYT_MAX_STEPS`` caps it for smoke runs.
         seed: run seed (torch, numpy, python and every env); None draws one. Default None.
         affinity: dict with optional ``cuda_idx``, ``master_cpus``, ``workers_cpus``,
             ``master_torch_threads``, ``worker_torch_threads``, ``set_affinity``. Default None.
@@ -63,7 +65,7 @@ class MinibatchRlBase(BaseRunner):
         if not (isinstance(log_interval_steps, (int, float)) and log_interval_steps > 0):
             raise ValueError(f"log_interval_steps={log_interval_steps!r} must be positive")
         self.algo, self.agent, self.sampler = algo, agent, sampler
-        self.n_steps = int(n_steps)
+        self.n_steps, self._n_steps_note = capped_n_steps(int(n_steps), algo, sampler)
         self.seed = seed
         self.affinity = dict(affinity or {})
         self.log_interval_steps = int(log_interval_steps)
@@ -93,6 +95,8 @@ class MinibatchRlBase(BaseRunner):
         if self.rank == 0:
             logger.log(f"torch threads: {threads} ({why}; set affinity="
                        f"dict(master_torch_threads=N) to change)")
+            if self._n_steps_note:
+                logger.log(self._n_steps_note)
         check_before_start(self.algo, self.agent, self.sampler, self.n_steps, self.affinity)
         if self.seed is None:
             self.seed = make_seed()
