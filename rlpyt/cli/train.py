@@ -328,7 +328,21 @@ def train_from_config(config: dict, log_dir: str, run_ID: int = 0,
     name = f"{config['algo_name']}_{env_kwargs['id']}"
     with logger_context(log_dir, run_ID, name, log_params=dict(config=config),
                         snapshot_mode=snapshot_mode, override_prefix=True, resume=resume):
+        return _train_with_row_lines(runner)
+
+
+def _train_with_row_lines(runner) -> dict:
+    """Train, printing one terminal line per log row; debug.log gets the whole table."""
+    from rlpyt.utils.logging import logger
+
+    logger.log(f"Log rows: one line each here; every column is in "
+               f"{os.path.join(logger.get_snapshot_dir() or '.', 'debug.log')} and "
+               f"progress.csv.")
+    logger.set_terminal_rows("line")
+    try:
         return runner.train()
+    finally:
+        logger.set_terminal_rows("table")
 
 
 def _resume_config(args, extra: list[str]) -> tuple[dict, str, int]:

@@ -164,9 +164,9 @@ class MinibatchRlBase(BaseRunner):
         )
 
     def save_itr_snapshot(self, itr: int):
-        logger.log("saving snapshot...")
+        logger.log("saving snapshot...", routine=True)
         logger.save_itr_params(itr, self.get_itr_snapshot(itr))
-        logger.log("saved")
+        logger.log("saved", routine=True)
 
     # ---- whole-run checkpoints (resume) ----------------------------------------------------
     def checkpoint_state(self, itr: int) -> dict:
@@ -226,7 +226,7 @@ class MinibatchRlBase(BaseRunner):
         replay = getattr(self.algo, "replay_buffer", None) if self.checkpoint_replay else None
         self.last_checkpoint = ckpt.save_checkpoint(run_dir, itr, self.checkpoint_state(itr),
                                                     replay)
-        logger.log(f"checkpoint written: {self.last_checkpoint}")
+        logger.log(f"checkpoint written: {self.last_checkpoint}", routine=True)
         return self.last_checkpoint
 
     def _is_checkpoint_itr(self, itr) -> bool:
@@ -486,7 +486,7 @@ class MinibatchRlEval(MinibatchRlBase):
 
     def evaluate_agent(self, itr, before_training=False):
         """Evaluate after iteration ``itr`` (or before any training, at 0 env steps)."""
-        logger.log("Evaluating agent...")
+        logger.log("Evaluating agent...", routine=True)
         self.agent.eval_mode(itr)
         start = time.time()
         traj_infos = self.sampler.evaluate_agent(itr)
@@ -495,7 +495,8 @@ class MinibatchRlEval(MinibatchRlBase):
         mean = sum(returns) / len(returns) if returns else float("nan")
         cum_steps = 0 if before_training else (itr + 1) * self.itr_batch_size
         self.eval_history.append((cum_steps, mean))
-        logger.log(f"Evaluation: {len(traj_infos)} trajectories, mean return {mean:.2f}")
+        logger.log(f"Evaluation: {len(traj_infos)} trajectories, mean return {mean:.2f}",
+                   routine=True)
         return traj_infos, eval_time
 
     def _before_train(self):
