@@ -383,9 +383,10 @@ class MinibatchRlBase(BaseRunner):
         if traj_infos:
             for key in traj_infos[0]:
                 if not key.startswith("_"):
-                    logger.record_tabular_misc_stat(key, [info[key] for info in traj_infos])
-        for key, values in self._opt_infos.items():
-            logger.record_tabular_misc_stat(key, values)
+                    logger.record_tabular_misc_stat(logger.column_name(key),
+                                                    [info[key] for info in traj_infos])
+        for key, values in self._opt_infos.items():  # OptInfo's gradNorm: GradNormAverage, ...
+            logger.record_tabular_misc_stat(logger.column_name(key), values)
         self._opt_infos = {k: [] for k in self._opt_infos}
 
     # ---- the loop ------------------------------------------------------------------------

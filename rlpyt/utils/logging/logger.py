@@ -34,6 +34,7 @@ __all__ = [
     "SNAPSHOT_MODES",
     "add_tabular_output",
     "add_text_output",
+    "column_name",
     "dump_tabular",
     "get_disable_prefix",
     "get_log_tabular_only",
@@ -350,6 +351,13 @@ def _write_text(line: str) -> None:
 
 
 # ---------------------------------------------------------------- tabular
+
+
+def column_name(key: str) -> str:
+    """The ``progress.csv`` column stem of a diagnostic: every column is PascalCase
+    (``ReturnAverage``, ``LossAverage``, ``GradNormMax``), so an ``OptInfo`` field
+    ``gradNorm`` is logged as ``GradNorm<stat>``."""
+    return key[:1].upper() + key[1:]
 
 
 def record_tabular(key: str, val: Any) -> None:
