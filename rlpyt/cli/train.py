@@ -400,6 +400,22 @@ def _cpus() -> list[int]:
         return list(range(os.cpu_count() or 1))
 
 
+def _report_interrupt(run_dir: str) -> None:
+    """After Ctrl-C: the checkpoint a resume continues from and the command to type."""
+    import shlex
+    import sys
+
+    from rlpyt.utils.logging.run_dir import latest_checkpoint
+
+    latest = latest_checkpoint(run_dir) if os.path.isdir(run_dir) else None
+    if latest is None:
+        print("rlpyt train: interrupted before the first checkpoint; nothing to resume",
+              file=sys.stderr)
+        return
+    print(f"rlpyt train: interrupted; latest checkpoint {latest}\n"
+          f"Resume with: rlpyt train --resume {shlex.quote(run_dir)}", file=sys.stderr)
+
+
 def run_train(args, extra: list[str]) -> int:
     try:
         if args.resume:
@@ -412,8 +428,12 @@ def run_train(args, extra: list[str]) -> int:
     except ConfigError as e:
         print(f"rlpyt train: {e}")
         return 2
-    summary = train_from_config(config, log_dir, run_id, args.snapshot_mode,
-                                resume=True if args.resume else None)
+    try:
+        summary = train_from_config(config, log_dir, run_id, args.snapshot_mode,
+                                    resume=True if args.resume else None)
+    except KeyboardInterrupt:
+        _report_interrupt(os.path.join(log_dir, f"run_{run_id}"))
+        return 130
     if launched_by_torchrun() and int(os.environ["RANK"]) != 0:
         return 0  # rank 0 reports
     final = summary.get("final_eval_return", float("nan"))

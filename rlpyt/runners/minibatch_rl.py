@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections import deque
@@ -18,6 +19,7 @@ from rlpyt.runners.base import (
     training_torch_threads,
 )
 from rlpyt.runners.preflight import check_before_start
+from rlpyt.utils.interrupt import DeferredInterrupt
 from rlpyt.utils.logging import logger
 from rlpyt.utils.prog_bar import ProgBarCounter
 from rlpyt.utils.seed import make_seed, set_seed
@@ -419,6 +421,8 @@ class MinibatchRlBase(BaseRunner):
                 ``logger_context(..., resume=True)``, else False.
         """
         itr = -1
+        ctrl_c = DeferredInterrupt("Ctrl-C: finishing this iteration, then writing a checkpoint "
+                                   "(Ctrl-C again to stop at once, without one)")
         try:
             self._resume_state = self.find_resume_state(resume)
             n_itr = self.startup()  # inside try: a failed set-up still stops sampler workers
@@ -429,25 +433,51 @@ class MinibatchRlBase(BaseRunner):
                 self._resume_state = None
             else:
                 self._before_train()
-            for itr in range(start_itr, n_itr):
-                self._train_itr(itr)
-                stop = False
-                if self._is_log_itr(itr):
-                    self._log_itr(itr)
-                    stop = self._stop_now()
-                if self._is_checkpoint_itr(itr) or stop:
-                    self.save_checkpoint(itr)
-                if stop:
-                    logger.log(f"Stopping early after iteration {itr}.")
-                    break
+            # Ranks of a multi-process run must stop at the same iteration: they keep
+            # the plain Ctrl-C (a snapshot, no checkpoint).
+            with ctrl_c if self.world_size == 1 else contextlib.nullcontext():
+                for itr in range(start_itr, n_itr):
+                    self._train_itr(itr)
+                    stop = False
+                    if self._is_log_itr(itr):
+                        self._log_itr(itr)
+                        stop = self._stop_now()
+                    if self._is_checkpoint_itr(itr) or stop or ctrl_c.requested:
+                        self.save_checkpoint(itr)
+                    if ctrl_c.requested:
+                        self._log_interrupted(itr)
+                        raise KeyboardInterrupt
+                    if stop:
+                        logger.log(f"Stopping early after iteration {itr}.")
+                        break
         except KeyboardInterrupt:
-            logger.log(f"Interrupted at iteration {itr}: writing the last snapshot.")
-            if itr >= 0:
-                self.save_itr_snapshot(itr)
+            if not ctrl_c.requested:  # mid-iteration: no exact checkpoint can be written
+                logger.log(f"Interrupted at iteration {itr}: writing the last snapshot.")
+                if itr >= 0:
+                    self.save_itr_snapshot(itr)
+                self._log_interrupted(None)
             raise
         finally:
             self.shutdown()
         return self.summary()
+
+    def _log_interrupted(self, itr: int | None) -> None:
+        """Say what a resume continues from after Ctrl-C (``itr``: the iteration whose
+        checkpoint was just written; None: interrupted mid-iteration)."""
+        run_dir = logger.get_snapshot_dir()
+        if run_dir is None:
+            logger.log(f"Interrupted at iteration {itr}: no checkpoint, as the run has no run "
+                       f"directory (train inside logger_context to have one).")
+            return
+        if itr is not None and self.last_checkpoint:
+            logger.log(f"Interrupted after iteration {itr}: checkpoint {self.last_checkpoint}; "
+                       f"a resume continues at iteration {itr + 1}.")
+        elif self.last_checkpoint:
+            logger.log(f"Interrupted mid-iteration: a resume continues from the last "
+                       f"checkpoint, {self.last_checkpoint}.")
+        if self.last_checkpoint:
+            logger.log(f"Resume with `rlpyt train --resume {run_dir}` (a run of rlpyt train) "
+                       f"or runner.train(resume={run_dir!r}) in a script.")
 
     def _before_train(self):
         pass

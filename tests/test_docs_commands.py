@@ -1,0 +1,242 @@
+"""Every command in README.md and docs/*.md runs as written (issue 30).
+
+The ```bash and ```python blocks are extracted from the pages and run unchanged,
+shrunk only by the environment: ``RLPYT_MAX_STEPS`` caps every runner's ``n_steps``
+(see ``rlpyt.runners.base.capped_n_steps``), so a 100k-step command trains a few
+thousand steps, and ``RLPYT_MAX_RUNS`` runs two runs of a launched grid.  What is not run is named:
+
+- shell lines matched by ``SKIP_LINES`` (a GPU, a cluster, more CPUs than CI has, or
+  ``make`` targets that CI itself runs), each with its reason;
+- Python blocks after ``<!-- docs-test: needs-gpu -->`` (skipped) or
+  ``<!-- docs-test: fragment -->`` (an excerpt or a signature listing, not a program:
+  compiled, so its syntax holds, but not run);
+- ``>>>`` blocks run as doctests.
+
+Shell blocks run one after the other in one working directory, as a reader would type
+them (later commands use the runs of earlier ones), so they share an xdist group; a
+command already run with success there is not run again.  Python blocks run each in
+a fresh directory.
+"""
+
+from __future__ import annotations
+
+import ast
+import doctest
+import glob
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PAGES = ["README.md"] + sorted(os.path.relpath(p, ROOT)
+                               for p in glob.glob(os.path.join(ROOT, "docs", "*.md")))
+MAX_STEPS = "2000"
+MAX_RUNS = "2"
+TIMEOUT_S = 300
+TAG = re.compile(r"<!--\s*docs-test:\s*([\w-]+)\s*-->\s*$")
+FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.S | re.M)
+TAGS = {"fragment", "needs-gpu", "needs-cluster"}
+
+# (pattern, reason): shell lines that are not run, and why.
+SKIP_LINES = [
+    (r"--cuda-idx", "needs a GPU"),
+    (r"^nvidia-smi\b", "needs a GPU"),
+    (r"^torchrun\b.*--nnodes", "needs a cluster (several machines)"),
+    (r"--ray-address", "needs a running Ray cluster"),
+    (r"^make test\b", "CI runs it: make test is lint + docs + this suite"),
+    (r"^make docs\b", "CI runs it (make test builds the site with --strict)"),
+]
+
+
+@dataclass
+class Block:
+    page: str
+    line: int
+    lang: str
+    text: str
+    tag: str | None
+
+    @property
+    def id(self) -> str:
+        return f"{self.page}:{self.line}"
+
+
+def extract_blocks(lang: str) -> list[Block]:
+    blocks = []
+    for page in PAGES:
+        with open(os.path.join(ROOT, page)) as f:
+            text = f.read()
+        for match in FENCE.finditer(text):
+            if match.group(1) != lang:
+                continue
+            before = text[:match.start()].rstrip("\n").rsplit("\n", 1)[-1]
+            tag = TAG.match(before.strip())
+            if tag and tag.group(1) not in TAGS:
+                raise ValueError(f"{page}: unknown docs-test tag {tag.group(1)!r}; "
+                                 f"valid: {sorted(TAGS)}")
+            blocks.append(Block(page, text[:match.start()].count("\n") + 1, lang,
+                                match.group(2), tag.group(1) if tag else None))
+    return blocks
+
+
+def shell_commands(text: str) -> list[str]:
+    """The commands of a shell block: continuation lines joined, comments removed."""
+    commands = []
+    for line in text.replace("\\\n", " ").splitlines():
+        words = shlex.split(line, comments=True)
+        if words:
+            commands.append(shlex.join(words))
+    return commands
+
+
+def skip_reason(command: str) -> str | None:
+    for pattern, reason in SKIP_LINES:
+        if re.search(pattern, command):
+            return reason
+    words = shlex.split(command)
+    if "--affinity-code" in words:  # e.g. 8cpu_2cpr: a machine with that many CPUs
+        code = words[words.index("--affinity-code") + 1]
+        need = int(re.match(r"(\d+)cpu", code).group(1))
+        if need > len(os.sched_getaffinity(0)):
+            return f"needs {need} CPUs (affinity code {code})"
+    return None
+
+
+def run_env() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    env["RLPYT_MAX_STEPS"] = MAX_STEPS
+    env["RLPYT_MAX_RUNS"] = MAX_RUNS  # a launched grid runs this many of its runs
+    env.pop("RLPYT_DEBUG", None)
+    return env
+
+
+def run(command, cwd, shell=False) -> subprocess.CompletedProcess:
+    return subprocess.run(command, cwd=cwd, env=run_env(), shell=shell, text=True,
+                          capture_output=True, timeout=TIMEOUT_S)
+
+
+def make_command(command: str, workdir: str) -> str:
+    """``make demo`` as written, with this test's venv and a demo dir of its own (make
+    variables on the command line, the text of the target unchanged)."""
+    venv = sys.prefix
+    stamp = os.path.join(venv, ".installed-stamp")
+    return (f"{command} -C {shlex.quote(ROOT)} VENV={shlex.quote(venv)} "
+            f"DEMO_DIR={shlex.quote(os.path.join(workdir, 'runs', 'demo'))} "
+            f"-o {shlex.quote(stamp)}")
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    """One working directory for every shell block, with the repo's examples/ in it."""
+    path = tmp_path_factory.mktemp("docs_commands")
+    os.symlink(os.path.join(ROOT, "examples"), path / "examples")
+    path.joinpath(".ran").write_text("")
+    return str(path)
+
+
+SHELL_BLOCKS = extract_blocks("bash")
+PYTHON_BLOCKS = extract_blocks("python")
+
+
+@pytest.mark.xdist_group("docs_commands")
+@pytest.mark.parametrize("block", SHELL_BLOCKS, ids=[b.id for b in SHELL_BLOCKS])
+def test_shell_block_runs_as_written(block, workdir):
+    ran_file = os.path.join(workdir, ".ran")
+    ran = set(open(ran_file).read().splitlines())
+    skipped = []
+    for command in shell_commands(block.text):
+        reason = skip_reason(command)
+        if reason:
+            skipped.append(f"{command!r}: {reason}")
+            continue
+        if command in ran:
+            continue
+        if command.startswith("make "):
+            if shutil.which("make") is None:
+                skipped.append(f"{command!r}: no make on this machine")
+                continue
+            result = run(make_command(command, workdir), workdir, shell=True)
+        else:
+            result = run(command, workdir, shell=True)
+        assert result.returncode == 0, (
+            f"{block.id}: `{command}` exited {result.returncode}\n"
+            f"--- stdout\n{result.stdout[-4000:]}\n--- stderr\n{result.stderr[-4000:]}")
+        ran.add(command)
+        with open(ran_file, "a") as f:
+            f.write(command + "\n")
+    if skipped and len(skipped) == len(shell_commands(block.text)):
+        pytest.skip("; ".join(skipped))
+    for line in skipped:
+        print(f"{block.id}: not run: {line}")  # shown with pytest -rP
+
+
+@pytest.mark.xdist_group("docs_commands")
+def test_make_demo_runs_again_with_a_short_summary(workdir):
+    """After the README's ``make demo`` above, a second one starts a new run and prints
+    a few lines (one per log row), not the whole table."""
+    if shutil.which("make") is None:
+        pytest.skip("no make on this machine")
+    demo = os.path.join(workdir, "runs", "demo")
+    before = sorted(os.listdir(demo)) if os.path.isdir(demo) else []
+    result = run(make_command("make demo", workdir), workdir, shell=True)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    runs = sorted(n for n in os.listdir(demo) if n.startswith("run_"))
+    assert len(runs) == len([n for n in before if n.startswith("run_")]) + 1 >= 2, runs
+    lines = result.stdout.splitlines()
+    assert len(lines) < 25, result.stdout
+    assert any(line.startswith("Final evaluation return:") for line in lines)
+    assert any("learning_curve.png" in line for line in lines)
+    assert not any(line.rstrip().endswith("LossAverage") or "LossStd" in line for line in lines)
+
+
+@pytest.mark.parametrize("block", PYTHON_BLOCKS, ids=[b.id for b in PYTHON_BLOCKS])
+def test_python_block_runs_as_written(block, tmp_path):
+    if block.text.lstrip().startswith(">>>"):
+        examples = doctest.DocTestParser().get_examples(block.text)
+        runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+        test = doctest.DocTest(examples, _doctest_globals(block.text), block.id, block.page,
+                               block.line, None)
+        runner.run(test)
+        assert runner.failures == 0, f"{block.id}: the doctest output differs"
+        return
+    if block.tag == "needs-gpu":
+        pytest.skip(f"{block.id}: needs a GPU")
+    if block.tag == "needs-cluster":
+        pytest.skip(f"{block.id}: needs a cluster")
+    if block.tag == "fragment":
+        ast.parse(block.text if not block.text.startswith(" ") else _dedent(block.text))
+        return  # an excerpt: its syntax is checked, it is not a program
+    script = tmp_path / "block.py"
+    script.write_text(block.text)
+    result = run([sys.executable, str(script)], str(tmp_path))
+    assert result.returncode == 0, (
+        f"{block.id} exited {result.returncode}\n--- stdout\n{result.stdout[-4000:]}\n"
+        f"--- stderr\n{result.stderr[-4000:]}")
+
+
+def _dedent(text: str) -> str:
+    import textwrap
+
+    return textwrap.dedent(text)
+
+
+def _doctest_globals(text: str) -> dict:
+    """The names a ``>>>`` block calls, imported from where the API pages say."""
+    from rlpyt.utils.launching import affinity
+
+    return {name: getattr(affinity, name) for name in affinity.__all__}
+
+
+def test_every_block_is_run_or_named():
+    """A block's tag is one the test knows, and most Python blocks are real programs."""
+    run_blocks = [b for b in PYTHON_BLOCKS if b.tag is None]
+    assert len(run_blocks) >= 8, [b.id for b in run_blocks]
+    assert SHELL_BLOCKS, "no shell blocks found"
