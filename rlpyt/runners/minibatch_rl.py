@@ -163,6 +163,21 @@ class MinibatchRlBase(BaseRunner):
             cum_steps=(itr + 1) * self.itr_batch_size,
             agent_state_dict=self.agent.state_dict(),
             optimizer_state_dict=self.algo.optim_state_dict(),
+            rebuild=self.rebuild_info(),
+        )
+
+    def rebuild_info(self) -> dict:
+        """How to build this run's agent and env again (``rlpyt evaluate`` of a script's
+        run): import paths of the agent class and the env maker, and their keywords
+        (``agent_kwargs`` None when the agent was built with positional arguments)."""
+        n_args, kwargs = getattr(self.agent, "_init_keywords", (0, {}))
+        maker = self.sampler.EnvCls
+        return dict(
+            agent_class=f"{type(self.agent).__module__}:{type(self.agent).__qualname__}",
+            agent_kwargs=None if n_args else kwargs,
+            env_maker=f"{getattr(maker, '__module__', '?')}:"
+                      f"{getattr(maker, '__qualname__', repr(maker))}",
+            env_kwargs=dict(self.sampler.env_kwargs),
         )
 
     def save_itr_snapshot(self, itr: int):
@@ -188,6 +203,7 @@ class MinibatchRlBase(BaseRunner):
             sampler_note=why,
             diagnostics=self.diagnostics_state(),
             progress_rows=logger.tabular_row_count(),
+            rebuild=self.rebuild_info(),
             rng=ckpt.capture_rng_state(),  # last: nothing above draws random numbers
         )
 
