@@ -188,6 +188,11 @@ def evaluate_run(path: str, episodes: int = 10, seed: int | None = None,
     env_kwargs = dict(spec["env_kwargs"])
     if video is not None:
         env_kwargs.setdefault("render_mode", "rgb_array")
+        # Off-screen frames need no display or sound: without these, SDL (pygame, which
+        # gymnasium's classic-control envs render with) complains on headless machines
+        # ("XDG_RUNTIME_DIR is invalid or not set").
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+        os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
     env = spec["env_maker"](**env_kwargs)
     env.seed(env_seeds(seed, 1)[0])
     agent = spec["agent_class"](**spec["agent_kwargs"])

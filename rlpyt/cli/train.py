@@ -84,7 +84,10 @@ def add_train_parser(subparsers):
     p.add_argument("--run-id", type=_non_negative_int, default=None,
                    help="run index within the log dir (default: one more than the highest "
                         "run_<k> there, so a repeated command starts a new run)")
-    p.add_argument("--sampler-type", default="serial", choices=sorted(SAMPLERS))
+    p.add_argument("--sampler-type", default="serial", choices=sorted(SAMPLERS),
+                   help="serial (default): envs in this process; cpu: envs and agent copies "
+                        "in worker processes; gpu: envs in workers, batched actions here; "
+                        "alternating[-no-overlap]: two groups of gpu workers in turn")
     p.add_argument("--runner", default="sync", choices=["sync", "async"],
                    help="async: sample and optimize at once in separate processes "
                         "(replay-based algorithms and impala; see docs/async.md)")
@@ -98,7 +101,13 @@ def add_train_parser(subparsers):
     p.add_argument("--config", default=None,
                    help="params.json of an earlier run: start from its full config")
     p.add_argument("--snapshot-mode", default="last",
-                   choices=["all", "last", "gap", "last+gap", "none"])
+                   choices=["all", "last", "gap", "last+gap", "none"],
+                   help="agent snapshots at each log row: last (default): params.pkl, "
+                        "overwritten; all: itr_<N>.pkl each; gap/last+gap: every "
+                        "snapshot_gap rows; none. Checkpoints for --resume are separate")
+    p.add_argument("--tensorboard", action="store_true",
+                   help="also write TensorBoard event files into the run directory "
+                        "(view: tensorboard --logdir <log-dir>)")
     p.add_argument("--resume", default=None, metavar="RUN_DIR",
                    help="continue the run in RUN_DIR from its latest checkpoint, with its "
                         "saved config (only --n-steps may change, to train longer)")
@@ -197,6 +206,8 @@ def build_config(args, extra: list[str]) -> dict:
         config["sampler_type"] = args.sampler_type
     if args.runner != "sync":
         config["runner_type"] = args.runner
+    if args.tensorboard:
+        config["tensorboard"] = True  # kept by --resume, which reads the saved config
     preset = preset_for(config["algo_name"], config["env"]["id"])
     _check_async(config, preset)
     env = dict(config["env"])
@@ -327,7 +338,8 @@ def train_from_config(config: dict, log_dir: str, run_ID: int = 0,
         return runner.train()  # rank 0 alone writes the run directory
     name = f"{config['algo_name']}_{env_kwargs['id']}"
     with logger_context(log_dir, run_ID, name, log_params=dict(config=config),
-                        snapshot_mode=snapshot_mode, override_prefix=True, resume=resume):
+                        snapshot_mode=snapshot_mode, override_prefix=True, resume=resume,
+                        use_summary_writer=bool(config.get("tensorboard"))):
         return _train_with_row_lines(runner)
 
 
