@@ -315,7 +315,7 @@ class MinibatchRlBase(BaseRunner):
         self._last_itr = -1
         self._traj_infos = deque(maxlen=self.log_traj_window)
         self._new_completed_trajs = 0
-        self.pbar = ProgBarCounter(self.log_interval_itrs)
+        self.pbar = RunProgress(self)
         self._warned_values = set()
         logger.log(f"Running {self.n_itr} iterations of minibatch RL "
                    f"({self.itr_batch_size} env steps each).")
@@ -353,7 +353,6 @@ class MinibatchRlBase(BaseRunner):
         self.pbar.update((itr + 1) % self.log_interval_itrs or self.log_interval_itrs)
 
     def log_diagnostics(self, itr, eval_traj_infos=None, eval_time=0.0):
-        self.pbar.stop()
         if itr >= 0:  # itr -1 is the evaluation before training: nothing trained to save
             self.save_itr_snapshot(itr)
         now = time.time()
@@ -383,9 +382,6 @@ class MinibatchRlBase(BaseRunner):
         self._last_update_counter = updates
         self._last_itr = itr
         self._new_completed_trajs = 0
-        if itr < self.n_itr - 1:
-            remaining = min(self.log_interval_itrs, self.n_itr - 1 - itr)
-            self.pbar = ProgBarCounter(remaining)
 
     def _replay_batch_size(self) -> int | None:
         """Samples per gradient update of a replay algorithm, over all ranks (None: on-policy)."""
@@ -516,6 +512,33 @@ class MinibatchRlBase(BaseRunner):
             eval_history=list(self.eval_history),
             final_eval_return=self.eval_history[-1][1] if self.eval_history else float("nan"),
         )
+
+
+class RunProgress:
+    """The terminal progress bar of a run: env steps out of ``n_steps``, with rate and
+    ETA, one bar for the whole run (log rows print above it).
+
+    Runners call ``update(count)`` with the iterations done since the last log row
+    (``log_interval_itrs`` at a row), as with the classic per-interval bar; the bar
+    turns that into the run's env steps.
+    """
+
+    def __init__(self, runner: MinibatchRlBase):
+        self.runner = runner
+        self._bar = None
+
+    def update(self, itrs_since_log_row: int) -> None:
+        runner = self.runner
+        steps = (runner._last_itr + 1 + itrs_since_log_row) * runner.itr_batch_size
+        if self._bar is None:  # first update: a resumed run starts its bar where it is
+            start = (runner._last_itr + 1) * runner.itr_batch_size
+            self._bar = ProgBarCounter(runner.n_itr * runner.itr_batch_size, initial=start,
+                                       unit="env step")
+        self._bar.update(steps)
+
+    def stop(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
 
 
 class MinibatchRl(MinibatchRlBase):

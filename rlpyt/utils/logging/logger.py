@@ -70,6 +70,7 @@ __all__ = [
     "set_snapshot_gap",
     "set_snapshot_mode",
     "set_terminal_rows",
+    "set_terminal_writer",
     "set_tf_summary_writer",
     "tabular_prefix",
 ]
@@ -95,6 +96,7 @@ _resume = False
 # (debug.log) always get the whole table.
 TERMINAL_ROWS = ("table", "line")
 _terminal_rows = "table"
+_terminal_writer = None  # None: print(); a progress bar sets tqdm.write while it draws
 _LINE_KEYS = (("Iteration", "itr"), ("CumSteps", "steps"), ("ReturnAverage", "return"),
               ("StepsPerSecond", "steps/s"), ("CumTime (s)", "time (s)"))
 
@@ -266,6 +268,21 @@ def set_terminal_rows(mode: str) -> None:
     _terminal_rows = mode
 
 
+def set_terminal_writer(writer) -> None:
+    """Print terminal lines with ``writer(line)`` instead of ``print`` (``None``: back to
+    ``print``). A progress bar sets one, so log lines appear above the bar rather than
+    on it."""
+    global _terminal_writer
+    _terminal_writer = writer
+
+
+def _emit(line: str) -> None:
+    if _terminal_writer is None:
+        print(line, flush=True)
+    else:
+        _terminal_writer(line)
+
+
 def get_log_tabular_only() -> bool:
     return _log_tabular_only
 
@@ -331,7 +348,7 @@ def log(s: str, with_prefix: bool = True, with_timestamp: bool = True,
     """
     line = _format_line(str(s), with_prefix, with_timestamp)
     if not _log_tabular_only and not (routine and _terminal_rows == "line"):
-        print(line, flush=True)
+        _emit(line)
     _write_text(line)
 
 
@@ -405,10 +422,10 @@ def dump_tabular(
     for line in _format_table(_tabular):
         line = _format_line(line, with_prefix, with_timestamp)
         if _terminal_rows == "table":
-            print(line, flush=True)
+            _emit(line)
         _write_text(line)
     if _terminal_rows == "line":
-        print(_format_line(_format_row_line(_tabular), with_prefix, with_timestamp), flush=True)
+        _emit(_format_line(_format_row_line(_tabular), with_prefix, with_timestamp))
     for output in _tabular_outputs.values():
         output.write_row(_tabular)
     if _summary_writer is not None:
