@@ -55,3 +55,32 @@ def test_thread_rule():
     assert training_torch_threads(None, [0, 1, 2])[0] == 3
     assert training_torch_threads(4, [0])[0] == 4
     assert training_torch_threads(None, 5)[0] == 1
+
+
+def test_a_child_forked_after_pinning_may_be_pinned_to_the_parents_other_cpus():
+    """The async runner pins the optimizer process, then forks the sampler process onto
+    other CPUs (make_affinity(..., async_sample=True))."""
+    import os
+    import subprocess
+    import sys
+
+    import pytest
+
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if len(cpus) < 2:
+        pytest.skip("needs 2 CPUs")
+    code = (
+        "import multiprocessing as mp, os, sys\n"
+        "from rlpyt.utils.process import apply_affinity\n"
+        "def child(cpu):\n"
+        "    apply_affinity([cpu], 1)\n"
+        "    assert os.sched_getaffinity(0) == {cpu}\n"
+        "if __name__ == '__main__':\n"
+        f"    apply_affinity([{cpus[0]}], 1)\n"
+        f"    p = mp.get_context('fork').Process(target=child, args=({cpus[1]},))\n"
+        "    p.start(); p.join(); sys.exit(p.exitcode)\n")
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(
+        __file__))))
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr

@@ -39,6 +39,13 @@ def available_cpus() -> list[int]:
         return list(range(os.cpu_count() or 1))
 
 
+# The CPUs this process could use when rlpyt was first imported, before any pinning.
+# Children forked after the parent pinned itself (the async runner's sampler process,
+# forked by the optimizer pinned to its own cores) inherit the parent's narrower mask,
+# but may still be pinned to any of these.
+_START_CPUS = frozenset(available_cpus())
+
+
 def _as_cpu_list(cpus) -> list[int]:
     if isinstance(cpus, int):
         return [cpus]
@@ -62,7 +69,7 @@ def apply_affinity(cpus=None, torch_threads=None, set_affinity: bool = True) -> 
     global _warned_unpinned
     cpus = _as_cpu_list(cpus) if cpus not in (None, ()) else []
     if cpus and set_affinity:
-        available = set(available_cpus())
+        available = set(available_cpus()) | _START_CPUS
         missing = sorted(set(cpus) - available)
         if missing:
             raise ValueError(
