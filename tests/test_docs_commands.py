@@ -45,9 +45,9 @@ TAGS = {"fragment", "needs-gpu", "needs-cluster"}
 
 # (pattern, reason): shell lines that are not run, and why.
 SKIP_LINES = [
+    (r"^torchrun\b.*--nnodes", "needs a cluster (several machines with GPUs)"),
     (r"--cuda-idx", "needs a GPU"),
     (r"^nvidia-smi\b", "needs a GPU"),
-    (r"^torchrun\b.*--nnodes", "needs a cluster (several machines)"),
     (r"--ray-address", "needs a running Ray cluster"),
     (r"^make test\b", "CI runs it: make test is lint + docs + this suite"),
     (r"^make docs\b", "CI runs it (make test builds the site with --strict)"),
@@ -86,13 +86,26 @@ def extract_blocks(lang: str) -> list[Block]:
 
 
 def shell_commands(text: str) -> list[str]:
-    """The commands of a shell block: continuation lines joined, comments removed."""
+    """The commands of a shell block, as written: continuation lines joined, comments
+    (a ``#`` outside quotes, at the start or after a blank) removed."""
     commands = []
     for line in text.replace("\\\n", " ").splitlines():
-        words = shlex.split(line, comments=True)
-        if words:
-            commands.append(shlex.join(words))
+        command = " ".join(_strip_comment(line).split())
+        if command:
+            commands.append(command)
     return commands
+
+
+def _strip_comment(line: str) -> str:
+    quote = None
+    for i, char in enumerate(line):
+        if quote:
+            quote = None if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and (i == 0 or line[i - 1].isspace()):
+            return line[:i]
+    return line
 
 
 def skip_reason(command: str) -> str | None:
