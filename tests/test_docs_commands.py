@@ -12,10 +12,9 @@ thousand steps, and ``RLPYT_MAX_RUNS`` runs two runs of a launched grid.  What i
   compiled, so its syntax holds, but not run);
 - ``>>>`` blocks run as doctests.
 
-Shell blocks run one after the other in one working directory, as a reader would type
-them (later commands use the runs of earlier ones), so they share an xdist group; a
-command already run with success there is not run again.  Python blocks run each in
-a fresh directory.
+Shell blocks run in one test, one after the other in one working directory, as a
+reader would type them (later commands use the runs of earlier ones); a line that
+appears on several pages runs once.  Python blocks run each in a fresh directory.
 """
 
 from __future__ import annotations
@@ -146,68 +145,53 @@ def make_command(command: str, workdir: str) -> str:
             f"-o {shlex.quote(stamp)}")
 
 
-@pytest.fixture(scope="module")
-def workdir(tmp_path_factory):
-    """One working directory for every shell block, with the repo's examples/ in it."""
-    path = tmp_path_factory.mktemp("docs_commands")
-    os.symlink(os.path.join(ROOT, "examples"), path / "examples")
-    path.joinpath(".ran").write_text("")
-    return str(path)
-
-
 SHELL_BLOCKS = extract_blocks("bash")
 PYTHON_BLOCKS = extract_blocks("python")
 
 
-@pytest.mark.xdist_group("docs_commands")
-@pytest.mark.parametrize("block", SHELL_BLOCKS, ids=[b.id for b in SHELL_BLOCKS])
-def test_shell_block_runs_as_written(block, workdir):
-    ran_file = os.path.join(workdir, ".ran")
-    ran = set(open(ran_file).read().splitlines())
-    skipped = []
-    for command in shell_commands(block.text):
-        reason = skip_reason(command)
-        if reason:
-            skipped.append(f"{command!r}: {reason}")
-            continue
-        if command in ran:
-            continue
-        if command.startswith("make "):
-            if shutil.which("make") is None:
-                skipped.append(f"{command!r}: no make on this machine")
+def test_shell_blocks_run_as_written(tmp_path):
+    """Every shell line of the pages, in page order, in one working directory (with the
+    repo's examples/ in it), as a reader would type them; then ``make demo`` once more,
+    which starts a new run and prints a short summary. One test, so that the order
+    holds under any pytest-xdist mode."""
+    workdir = str(tmp_path)
+    os.symlink(os.path.join(ROOT, "examples"), tmp_path / "examples")
+    ran, not_run = set(), []
+    for block in SHELL_BLOCKS:
+        for command in shell_commands(block.text):
+            reason = skip_reason(command)
+            if reason is None and command.startswith("make ") and not shutil.which("make"):
+                reason = "no make on this machine"
+            if reason:
+                not_run.append(f"{block.id}: {command!r}: {reason}")
                 continue
-            result = run(make_command(command, workdir), workdir, shell=True)
-        else:
-            result = run(command, workdir, shell=True)
-        assert result.returncode == 0, (
-            f"{block.id}: `{command}` exited {result.returncode}\n"
-            f"--- stdout\n{result.stdout[-4000:]}\n--- stderr\n{result.stderr[-4000:]}")
-        ran.add(command)
-        with open(ran_file, "a") as f:
-            f.write(command + "\n")
-    if skipped and len(skipped) == len(shell_commands(block.text)):
-        pytest.skip("; ".join(skipped))
-    for line in skipped:
-        print(f"{block.id}: not run: {line}")  # shown with pytest -rP
+            if command in ran:  # the same line on another page: run once
+                continue
+            line = make_command(command, workdir) if command.startswith("make ") else command
+            result = run(line, workdir, shell=True)
+            assert result.returncode == 0, (
+                f"{block.id}: `{command}` exited {result.returncode}\n"
+                f"--- stdout\n{result.stdout[-4000:]}\n--- stderr\n{result.stderr[-4000:]}")
+            ran.add(command)
+    print("not run:\n" + "\n".join(not_run))  # shown with pytest -rP
+    assert all(": needs " in n or ": CI runs it" in n or "no make" in n for n in not_run)
+    if "make demo" in ran:
+        _check_make_demo_again(workdir)
 
 
-@pytest.mark.xdist_group("docs_commands")
-def test_make_demo_runs_again_with_a_short_summary(workdir):
-    """After the README's ``make demo`` above, a second one starts a new run and prints
-    a few lines (one per log row), not the whole table."""
-    if shutil.which("make") is None:
-        pytest.skip("no make on this machine")
+def _check_make_demo_again(workdir):
+    """A second ``make demo`` starts a new run and prints a few lines, not the table."""
     demo = os.path.join(workdir, "runs", "demo")
-    before = sorted(os.listdir(demo)) if os.path.isdir(demo) else []
+    before = [n for n in os.listdir(demo) if n.startswith("run_")]
     result = run(make_command("make demo", workdir), workdir, shell=True)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
-    runs = sorted(n for n in os.listdir(demo) if n.startswith("run_"))
-    assert len(runs) == len([n for n in before if n.startswith("run_")]) + 1 >= 2, runs
+    runs = [n for n in os.listdir(demo) if n.startswith("run_")]
+    assert len(runs) == len(before) + 1 >= 2, runs
     lines = result.stdout.splitlines()
     assert len(lines) < 25, result.stdout
     assert any(line.startswith("Final evaluation return:") for line in lines)
     assert any("learning_curve.png" in line for line in lines)
-    assert not any(line.rstrip().endswith("LossAverage") or "LossStd" in line for line in lines)
+    assert "LossStd" not in result.stdout
 
 
 @pytest.mark.parametrize("block", PYTHON_BLOCKS, ids=[b.id for b in PYTHON_BLOCKS])
