@@ -15,9 +15,13 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[$(EXTRAS)]"
 	touch $(STAMP)
 
+# Each `make demo` trains a new run (runs/demo/run_<k>) and plots every demo run so far.
+DEMO_DIR ?= runs/demo
+
 demo: $(STAMP)
-	$(BIN)/rlpyt train --log-dir runs/demo
-	$(BIN)/rlpyt plot runs/demo --out runs/demo/learning_curve.png  # prints where the picture is
+	$(BIN)/rlpyt train --log-dir $(DEMO_DIR)
+	$(BIN)/rlpyt plot $(DEMO_DIR) --out $(DEMO_DIR)/learning_curve.png  # prints where the picture is
+	@echo "The rlpyt command is $(BIN)/rlpyt: run 'source $(BIN)/activate' to put it on your PATH."
 
 lint: $(STAMP)
 	$(BIN)/ruff check rlpyt tests examples bench

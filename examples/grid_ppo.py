@@ -3,7 +3,7 @@
 Run it on this machine's cores (one core per run; resumes if run again)::
 
     rlpyt launch examples/grid_ppo.py
-    rlpyt launch examples/grid_ppo.py -- --n-steps 2000      # a quick smoke run
+    rlpyt launch examples/grid_ppo.py --exp-dir runs/grid_short -- --n-steps 2000  # short runs
 
 or on Ray (a local instance, or a running cluster)::
 

@@ -236,3 +236,20 @@ def test_buffer_to_walks_plain_tuples_and_numpify_detaches():
 
 
 ActReward = namedarraytuple("ActReward", ["action", "reward"])
+
+
+def test_torchify_and_numpify_convert_plain_tuples_and_lists():
+    """``torchify_buffer((obs, prev_action, prev_reward))``: what a hand-written loop
+    passes to ``agent.step`` (issue 30)."""
+    obs, action, reward = np.arange(4, dtype=np.float32), np.array(1), np.float32(0.5)
+    got = torchify_buffer((obs, action, reward))
+    assert type(got) is tuple and all(isinstance(x, torch.Tensor) for x in got)
+    got[0][0] = 7.0
+    assert obs[0] == 7.0  # shares memory
+    assert got[2].item() == 0.5 and got[2].dim() == 0
+    nested = torchify_buffer([obs, (action, [reward])])
+    assert type(nested) is list and type(nested[1]) is tuple and type(nested[1][1]) is list
+    assert isinstance(nested[1][1][0], torch.Tensor)
+    back = numpify_buffer(nested)
+    assert type(back) is list and isinstance(back[1][1][0], np.ndarray)
+    assert back[0] is not obs and np.shares_memory(back[0], obs)

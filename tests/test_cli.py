@@ -163,3 +163,17 @@ def test_parse_and_apply_overrides():
     assert config["algo"]["lr"] == 1  # the input is not modified
     with pytest.raises(ConfigError, match="not a dict"):
         apply_overrides({"algo": {"lr": 1}}, [("algo.lr.x", 2)], {"algo": {"lr"}})
+
+
+def test_tensorboard_flag_writes_event_files_and_rows_print_one_line_each(tmp_path, capsys):
+    pytest.importorskip("tensorboard")
+    assert main(["train", "--n-steps", "512", "--log-dir", str(tmp_path), "--tensorboard",
+                 "--runner.log_interval_steps", "256"]) == 0
+    run_dir = tmp_path / "run_0"
+    assert any(name.startswith("events.out.tfevents") for _, _, files in os.walk(run_dir)
+               for name in files)
+    assert read_params(run_dir)["config"]["tensorboard"] is True  # kept by --resume
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if "| itr " in line]
+    assert len(rows) == 3 and "LossAverage" not in out  # itr -1, 0, 1; no table
+    assert "LossAverage" in (run_dir / "debug.log").read_text()

@@ -72,3 +72,43 @@ def test_cli_resume_continues_and_extends_a_finished_run(ppo_run, tmp_path, caps
     assert [r["Iteration"] for r in after[len(before):]] == ["33"]
     assert "Resuming from" in capsys.readouterr().out
     assert main(["train", "--resume", str(copy), "--algo.epochs", "3"]) == 2
+
+
+def _script_run(tmp_path):
+    """A run made by a launch script: no rlpyt train config in its params.json."""
+    from rlpyt.agents.pg.categorical import CategoricalPgAgent
+    from rlpyt.algos.pg.ppo import PPO
+    from rlpyt.envs.gym import make
+    from rlpyt.runners.minibatch_rl import MinibatchRl
+    from rlpyt.samplers.serial.sampler import SerialSampler
+    from rlpyt.utils.logging.context import logger_context
+
+    sampler = SerialSampler(EnvCls=make, env_kwargs=dict(id="CartPole-v1"), batch_T=16,
+                            batch_B=2, max_decorrelation_steps=0)
+    runner = MinibatchRl(algo=PPO(epochs=1, minibatches=1), sampler=sampler,
+                         agent=CategoricalPgAgent(model_kwargs=dict(hidden_sizes=[8])),
+                         n_steps=64, seed=0, log_interval_steps=64)
+    with logger_context(str(tmp_path), 0, "script", snapshot_mode="last",
+                        override_prefix=True, log_params=dict(lr=1e-3)) as run_dir:
+        runner.train()
+    return run_dir
+
+
+def test_evaluate_rebuilds_the_agent_of_a_script_run(tmp_path, capsys):
+    import torch
+
+    run_dir = _script_run(tmp_path)
+    result = evaluate_run(run_dir, episodes=2)
+    assert len(result["returns"]) == 2
+    # Older snapshots record nothing: the error says what to pass, and passing it works.
+    snapshot_path = os.path.join(run_dir, "params.pkl")
+    snapshot = torch.load(snapshot_path, weights_only=False)
+    del snapshot["rebuild"]
+    torch.save(snapshot, snapshot_path)
+    assert main(["evaluate", snapshot_path, "--episodes", "1"]) == 2
+    message = capsys.readouterr().out
+    assert "not made by rlpyt train" in message and "--agent MODULE:CLASS" in message
+    assert main(["evaluate", snapshot_path, "--episodes", "1", "--env", "CartPole-v1",
+                 "--agent", "rlpyt.agents.pg.categorical:CategoricalPgAgent",
+                 "--agent-kwargs", '{"model_kwargs": {"hidden_sizes": [8]}}']) == 0
+    assert "Return: mean" in capsys.readouterr().out

@@ -304,3 +304,27 @@ def test_add_exp_param(tmp_path):
     assert params == {"lr": 1, "name": "n", "run_ID": "a", "tag": "y"}
     with pytest.raises(FileNotFoundError, match="exp_dir"):
         add_exp_param("tag", 1, exp_dir=str(tmp_path / "missing"))
+
+
+def test_terminal_rows_line_prints_one_line_and_keeps_the_table_in_text_outputs(tmp_path,
+                                                                                 capsys):
+    text = tmp_path / "debug.log"
+    logger.add_text_output(str(text))
+    try:
+        logger.set_terminal_rows("line")
+        logger.log("Evaluating agent...", routine=True)
+        logger.log("a warning")
+        for key, val in [("Iteration", 3), ("CumSteps", 1024), ("ReturnAverage", 12.5),
+                         ("lossAverage", 0.25)]:
+            logger.record_tabular(key, val)
+        logger.dump_tabular(with_prefix=False, with_timestamp=False)
+        printed = capsys.readouterr().out.splitlines()
+        assert printed[-1] == "itr 3 | steps 1024 | return 12.5"
+        assert not any("Evaluating" in line for line in printed)
+        assert any("a warning" in line for line in printed)
+        logged = text.read_text()
+        assert "Evaluating agent..." in logged and re.search(r"^lossAverage\s+0\.25$", logged, re.M)
+        with pytest.raises(ValueError, match="set_terminal_rows.*'table', 'line'"):
+            logger.set_terminal_rows("short")
+    finally:
+        logger.reset()

@@ -87,6 +87,7 @@ def _train_paper_dqn(seed: int, log_dir: Path) -> float:
     import argparse
 
     import dqn
+
     from rlpyt.utils.logging.context import logger_context
 
     args = argparse.Namespace(n_steps=FRAMES, log_interval=25_000, traj_window=100,

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rlpyt.cli import main
-from rlpyt.cli.plot import aggregate, find_runs, load_curve
+from rlpyt.cli.plot import aggregate, find_runs, load_curve, resolve_column
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -110,3 +110,13 @@ def test_cli_errors_name_the_problem(two_settings, capsys):
     # A missing run is one line of error (rlpyt --debug shows the traceback).
     assert main(["plot", str(two_settings / "nothing_here")]) == 2
     assert "no progress.csv" in capsys.readouterr().err
+
+
+def test_plot_reads_old_camelcase_columns_and_suggests_the_nearest(two_settings, capsys):
+    """Runs logged before columns were all PascalCase have ``lossAverage``: asking for
+    ``LossAverage`` (or the old name for a new run) still finds it; a typo gets a hint."""
+    run = str(two_settings / "ppo" / "run_0")
+    assert resolve_column("lossaverage", ["CumSteps", "LossAverage"], run) == "LossAverage"
+    assert resolve_column("LossAverage", ["CumSteps", "lossAverage"], run) == "lossAverage"
+    assert main(["plot", str(two_settings / "ppo"), "--y", "LosAverage"]) == 2
+    assert "did you mean 'LossAverage'?" in capsys.readouterr().out

@@ -52,8 +52,17 @@ def test_finished_run_is_refused_and_unchanged(tmp_path):
         write_run(tmp_path)
     assert fingerprint(run_dir) == before
     # The command line says the same in one line and exits 2.
-    assert main(["train", "--log-dir", str(tmp_path), "--n-steps", "64"]) == 2
+    assert main(["train", "--log-dir", str(tmp_path), "--n-steps", "64", "--run-id", "0"]) == 2
     assert fingerprint(run_dir) == before
+
+
+def test_cli_without_run_id_starts_a_new_run(tmp_path):
+    """A repeated ``rlpyt train`` (``make demo`` run twice) starts the next run id."""
+    run_dir = write_run(tmp_path)
+    before = fingerprint(run_dir)
+    assert main(["train", "--log-dir", str(tmp_path), "--n-steps", "64"]) == 0
+    assert fingerprint(run_dir) == before
+    assert os.path.isfile(os.path.join(tmp_path, "run_1", "progress.csv"))
 
 
 KILLED_RUN = """

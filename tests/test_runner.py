@@ -62,7 +62,7 @@ def test_same_seed_runs_write_identical_progress(trained, tmp_path):
     # A different seed changes what is learned.
     _, _, dir_c = train(tmp_path / "c", seed=8)
     rows_c = read_progress(dir_c)
-    assert rows_c[-1]["lossAverage"] != rows_a[-1]["lossAverage"]
+    assert rows_c[-1]["LossAverage"] != rows_a[-1]["LossAverage"]
 
 
 def test_progress_columns_hold_the_standard_diagnostics(trained):
@@ -76,9 +76,11 @@ def test_progress_columns_hold_the_standard_diagnostics(trained):
     for name in ("Return", "Length", "DiscountedReturn", "NonzeroRewards"):
         for stat in ("Average", "Std", "Median", "Min", "Max"):
             assert name + stat in columns
-    for field in PpoOptInfo._fields:
+    for field in PpoOptInfo._fields:  # one column style: PascalCase (loss: LossAverage)
         for stat in ("Average", "Std", "Median", "Min", "Max"):
-            assert field + stat in columns, field + stat
+            column = field[0].upper() + field[1:] + stat
+            assert column in columns, column
+    assert all(key[0].isupper() for key in columns), sorted(columns)
     assert [int(r["CumSteps"]) for r in rows] == [0, 768, 1536, 2304, 3072]
     assert [int(r["Iteration"]) for r in rows] == [-1, 2, 5, 8, 11]
     # 12 iterations x 2 epochs x 2 minibatches.

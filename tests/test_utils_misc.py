@@ -299,3 +299,38 @@ def test_prog_bar_redraws_at_most_every_tenth_of_a_second(monkeypatch):
 def test_prog_bar_rejects_bad_total():
     with pytest.raises(ValueError, match="total_count"):
         ProgBarCounter(0)
+
+
+def test_prog_bar_starts_at_initial_and_log_lines_print_above_it(monkeypatch):
+    monkeypatch.delenv("CI", raising=False)
+    stream = _FakeTTY()
+    bar = ProgBarCounter(1000, stream=stream, initial=400, unit="env step")
+    try:
+        logger.log("a log line", with_timestamp=False)  # through tqdm.write, not print
+        bar.update(500)
+    finally:
+        bar.stop()
+    out = stream.getvalue()
+    assert "a log line\n" in out
+    final = out.rstrip("\n").split("\r")[-1]
+    assert "500/1000" in final and "env step/s" in final
+    logger.log("after")  # the bar is gone: plain print again, nothing on the stream
+    assert "after" not in stream.getvalue()
+
+
+def test_run_progress_counts_env_steps_of_the_whole_run(monkeypatch):
+    from types import SimpleNamespace
+
+    from rlpyt.runners.minibatch_rl import RunProgress
+
+    monkeypatch.delenv("CI", raising=False)
+    stream = _FakeTTY()
+    monkeypatch.setattr("sys.stdout", stream)
+    runner = SimpleNamespace(_last_itr=2, itr_batch_size=256, n_itr=10)  # resumed at itr 3
+    progress = RunProgress(runner)
+    progress.update(1)  # itr 3 done
+    runner._last_itr = 5
+    progress.update(2)  # itr 7 done
+    progress.stop()
+    final = stream.getvalue().rstrip("\n").split("\r")[-1]
+    assert "2048/2560" in final

@@ -7,6 +7,12 @@ episodes with the agent in evaluation mode (the mode the run's own evaluations u
 ``params.pkl`` snapshot), a checkpoint directory, or a snapshot file
 (``params.pkl`` / ``itr_<N>.pkl``) inside a run directory.
 
+A run made by a launch script (no ``rlpyt train`` config) is rebuilt from what its
+snapshots and checkpoints record: the agent class and keywords and the env maker and
+keywords.  Where that cannot be imported (a class defined in the script itself), or
+for older snapshots, ``agent``/``env`` (``--agent MODULE:CLASS``, ``--agent-kwargs
+JSON``, ``--env ID``) say what to build.
+
 The evaluation env is seeded like the run's first evaluation env (same ``seed``:
 the run's, unless ``--seed`` is given), and torch, numpy and python are seeded with
 it, so the same command gives the same numbers.
@@ -19,6 +25,7 @@ import os
 
 import numpy as np
 
+from rlpyt.cli.overrides import ConfigError
 from rlpyt.cli.presets import import_path
 from rlpyt.cli.train import load_run_config
 
@@ -42,6 +49,15 @@ def add_evaluate_parser(subparsers):
     p.add_argument("--video", default=None, metavar="OUT.mp4",
                    help="write the episodes as a video (needs imageio with ffmpeg)")
     p.add_argument("--fps", type=int, default=30, help="video frames per second (default 30)")
+    p.add_argument("--agent", default=None, metavar="MODULE:CLASS",
+                   help="agent class of a run made by a script, e.g. "
+                        "rlpyt.agents.pg.categorical:CategoricalPgAgent (default: the one "
+                        "the run recorded)")
+    p.add_argument("--agent-kwargs", default=None, metavar="JSON",
+                   help="keywords of --agent as a JSON object (default: none)")
+    p.add_argument("--env", default=None, metavar="ENV_ID",
+                   help="Gymnasium env id of a run made by a script (default: the env the "
+                        "run recorded)")
     p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                    help="show full tracebacks of errors")
     p.set_defaults(handler=run_evaluate)
@@ -81,33 +97,105 @@ def _agent_state(weights: str) -> dict:
     return snapshot["agent_state_dict"]
 
 
+_REBUILD_HINT = ("pass --agent MODULE:CLASS (e.g. rlpyt.agents.pg.categorical:"
+                 "CategoricalPgAgent), --env ENV_ID and, if the agent took keywords, "
+                 "--agent-kwargs JSON")
+
+
+def _saved_rebuild(weights: str) -> dict | None:
+    import torch
+
+    from rlpyt.runners.checkpoint import load_checkpoint
+
+    if os.path.isdir(weights):
+        return load_checkpoint(weights).get("rebuild")
+    snapshot = torch.load(weights, map_location="cpu", weights_only=False)
+    return snapshot.get("rebuild") if isinstance(snapshot, dict) else None
+
+
+def _import_recorded(path: str, what: str, weights: str):
+    try:
+        return import_path(path)
+    except Exception as e:  # noqa: BLE001 - any import failure gets the same advice
+        raise ConfigError(f"cannot import the {what} {path!r} that {weights} records ({e}); "
+                          f"{_REBUILD_HINT}") from None
+
+
+def run_spec(run_dir: str, weights: str, agent: str | None = None,
+             agent_kwargs: dict | None = None, env: str | None = None) -> dict:
+    """What to build: ``env_maker``, ``env_kwargs``, ``agent_class``, ``agent_kwargs``
+    and the run's ``seed``: from an ``rlpyt train`` config, else from what the saved
+    weights record, with ``agent``/``agent_kwargs``/``env`` replacing parts."""
+    from rlpyt.envs.gym import make
+
+    try:
+        config = load_run_config(run_dir, "evaluate")
+    except ConfigError:
+        config = None
+    if config is not None:
+        spec = dict(env_maker=make, env_kwargs=dict(config["env"]),
+                    agent_class=import_path(config["agent_class"]),
+                    agent_kwargs=dict(config["agent"]), seed=config.get("seed", 0))
+    else:
+        recorded = _saved_rebuild(weights) or {}
+        if not recorded and not (agent and env):
+            raise ConfigError(f"{run_dir} was not made by rlpyt train (no train config in "
+                              f"params.json) and {weights} does not record its agent and "
+                              f"env: {_REBUILD_HINT}")
+        spec = dict(seed=0, env_kwargs=dict(recorded.get("env_kwargs") or {}),
+                    agent_kwargs=recorded.get("agent_kwargs"))
+        if env is None:
+            spec["env_maker"] = _import_recorded(recorded["env_maker"], "env maker", weights)
+        if agent is None:
+            spec["agent_class"] = _import_recorded(recorded["agent_class"], "agent class",
+                                                   weights)
+            if spec["agent_kwargs"] is None:
+                raise ConfigError(f"the agent of {weights} was built with positional "
+                                  f"arguments, which are not recorded: {_REBUILD_HINT}")
+    if env is not None:
+        spec.update(env_maker=make, env_kwargs=dict(id=env))
+    if agent is not None:
+        spec["agent_class"] = import_path(agent)
+        spec["agent_kwargs"] = dict(agent_kwargs or {})
+    elif agent_kwargs is not None:
+        spec["agent_kwargs"] = dict(agent_kwargs)
+    return spec
+
+
 def evaluate_run(path: str, episodes: int = 10, seed: int | None = None,
-                 device: str | None = None, video: str | None = None, fps: int = 30) -> dict:
+                 device: str | None = None, video: str | None = None, fps: int = 30,
+                 agent: str | None = None, agent_kwargs: dict | None = None,
+                 env: str | None = None) -> dict:
     """Score the agent saved at ``path`` (see the module doc) over ``episodes`` episodes.
 
     Returns a dict with ``returns`` and ``lengths`` (one per episode), ``mean``,
     ``std``, ``mean_length``, ``weights`` (the file or checkpoint used), ``seed`` and
-    ``video`` (the path written, or None).
+    ``video`` (the path written, or None). ``agent``, ``agent_kwargs``, ``env``: see
+    ``run_spec`` (needed only for runs made by scripts that record no agent).
     """
     import torch
 
     from rlpyt.agents.base import AgentInputs
-    from rlpyt.envs.gym import make
     from rlpyt.utils.buffer import buffer_from_example, numpify_buffer, torchify_buffer
     from rlpyt.utils.seed import env_seeds, set_seed
 
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
         raise ValueError(f"episodes={episodes!r} must be an integer >= 1")
     run_dir, weights = _locate(path)
-    config = load_run_config(run_dir, "evaluate")
-    seed = config.get("seed", 0) if seed is None else int(seed)
+    spec = run_spec(run_dir, weights, agent, agent_kwargs, env)
+    seed = spec["seed"] if seed is None else int(seed)
     set_seed(seed)
-    env_kwargs = dict(config["env"])
+    env_kwargs = dict(spec["env_kwargs"])
     if video is not None:
         env_kwargs.setdefault("render_mode", "rgb_array")
-    env = make(**env_kwargs)
+        # Off-screen frames need no display or sound: without these, SDL (pygame, which
+        # gymnasium's classic-control envs render with) complains on headless machines
+        # ("XDG_RUNTIME_DIR is invalid or not set").
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+        os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+    env = spec["env_maker"](**env_kwargs)
     env.seed(env_seeds(seed, 1)[0])
-    agent = import_path(config["agent_class"])(**config["agent"])
+    agent = spec["agent_class"](**spec["agent_kwargs"])
     agent.initialize(env.spaces, share_memory=False, global_B=1, env_ranks=[0])
     agent.load_state_dict(_agent_state(weights))
     if device is not None and str(device) != "cpu":
@@ -168,8 +256,25 @@ def run_evaluate(args, extra: list[str]) -> int:
     if extra:
         print(f"rlpyt evaluate: unrecognised arguments {extra}")
         return 2
-    result = evaluate_run(args.path, args.episodes, args.seed, args.device, args.video,
-                          args.fps)
+    agent_kwargs = None
+    if args.agent_kwargs is not None:
+        import json
+
+        try:
+            agent_kwargs = json.loads(args.agent_kwargs)
+        except ValueError as e:
+            print(f"rlpyt evaluate: --agent-kwargs {args.agent_kwargs!r} is not JSON ({e})")
+            return 2
+        if not isinstance(agent_kwargs, dict):
+            print(f"rlpyt evaluate: --agent-kwargs {args.agent_kwargs!r} must be a JSON object")
+            return 2
+    try:
+        result = evaluate_run(args.path, args.episodes, args.seed, args.device, args.video,
+                              args.fps, agent=args.agent, agent_kwargs=agent_kwargs,
+                              env=args.env)
+    except ConfigError as e:
+        print(f"rlpyt evaluate: {e}")
+        return 2
     print(f"Weights: {result['weights']}")
     print(f"Episodes: {len(result['returns'])}  seed: {result['seed']}")
     print(f"Return: mean {result['mean']:.2f}  std {result['std']:.2f}  "

@@ -12,6 +12,7 @@ Several settings overlay on one axis; several ``--y`` columns make one panel eac
 from __future__ import annotations
 
 import csv
+import difflib
 import math
 import os
 from collections import defaultdict
@@ -24,6 +25,7 @@ __all__ = [
     "find_runs",
     "load_curve",
     "plot_runs",
+    "resolve_column",
     "run_plot",
 ]
 
@@ -88,10 +90,8 @@ def load_curve(run_dir: str, y_key: str | None = None, x_key: str = "CumSteps"
     if y_key is None:
         candidates = ["ReturnAverage"] + [k for k in keys if "Return" in k]
         y_key = next((k for k in candidates if k in keys), None)
-    for name, key in (("--y", y_key), ("--x", x_key)):
-        if key not in keys:
-            raise KeyError(f"{name} column {key!r} not in {run_dir}/progress.csv; columns: "
-                           f"{sorted(keys)}")
+    y_key = resolve_column(y_key, keys, run_dir, "--y")
+    x_key = resolve_column(x_key, keys, run_dir, "--x")
     xs, ys = [], []
     for row in rows:
         x, y = _num(row.get(x_key)), _num(row.get(y_key))
@@ -99,6 +99,24 @@ def load_curve(run_dir: str, y_key: str | None = None, x_key: str = "CumSteps"
             xs.append(x)
             ys.append(y)
     return xs, ys, y_key
+
+
+def resolve_column(key: str | None, keys, run_dir: str, flag: str = "--y") -> str:
+    """The column of ``keys`` that ``key`` names: itself, else the one equal to it up to
+    case (runs logged before columns were all PascalCase have ``lossAverage`` where new
+    ones have ``LossAverage``); otherwise a ``KeyError`` naming the nearest column."""
+    keys = list(keys)
+    if key in keys:
+        return key
+    if key is not None:
+        folded = [k for k in keys if k.lower() == key.lower()]
+        if len(folded) == 1:
+            return folded[0]
+    lowered = {k.lower(): k for k in keys}
+    near = difflib.get_close_matches(str(key).lower(), list(lowered), n=1, cutoff=0.6)
+    hint = f"did you mean {lowered[near[0]]!r}? " if near else ""
+    raise KeyError(f"{flag} column {key!r} not in {run_dir}/progress.csv; {hint}columns: "
+                   f"{sorted(keys)}")
 
 
 def _num(text):

@@ -11,6 +11,7 @@ import os
 
 from rlpyt.cli.overrides import ConfigError, apply_overrides, parse_override_args
 from rlpyt.cli.presets import PRESETS, import_path, preset_for
+from rlpyt.utils.logging.run_dir import next_run_id
 
 __all__ = ["add_train_parser", "build_config", "load_run_config", "run_train",
            "train_from_config"]
@@ -81,8 +82,13 @@ def add_train_parser(subparsers):
     p.add_argument("--seed", type=int, default=None,
                    help="run seed (default: the --config run's seed, else 0)")
     p.add_argument("--log-dir", default=None, help="run directory root (default runs/<algo>_<env>)")
-    p.add_argument("--run-id", type=int, default=0, help="run index within the log dir")
-    p.add_argument("--sampler-type", default="serial", choices=sorted(SAMPLERS))
+    p.add_argument("--run-id", type=_non_negative_int, default=None,
+                   help="run index within the log dir (default: one more than the highest "
+                        "run_<k> there, so a repeated command starts a new run)")
+    p.add_argument("--sampler-type", default="serial", choices=sorted(SAMPLERS),
+                   help="serial (default): envs in this process; cpu: envs and agent copies "
+                        "in worker processes; gpu: envs in workers, batched actions here; "
+                        "alternating[-no-overlap]: two groups of gpu workers in turn")
     p.add_argument("--runner", default="sync", choices=["sync", "async"],
                    help="async: sample and optimize at once in separate processes "
                         "(replay-based algorithms and impala; see docs/async.md)")
@@ -101,7 +107,13 @@ def add_train_parser(subparsers):
     p.add_argument("--config", default=None,
                    help="params.json of an earlier run: start from its full config")
     p.add_argument("--snapshot-mode", default="last",
-                   choices=["all", "last", "gap", "last+gap", "none"])
+                   choices=["all", "last", "gap", "last+gap", "none"],
+                   help="agent snapshots at each log row: last (default): params.pkl, "
+                        "overwritten; all: itr_<N>.pkl each; gap/last+gap: every "
+                        "snapshot_gap rows; none. Checkpoints for --resume are separate")
+    p.add_argument("--tensorboard", action="store_true",
+                   help="also write TensorBoard event files into the run directory "
+                        "(view: tensorboard --logdir <log-dir>)")
     p.add_argument("--resume", default=None, metavar="RUN_DIR",
                    help="continue the run in RUN_DIR from its latest checkpoint, with its "
                         "saved config (only --n-steps may change, to train longer)")
@@ -201,6 +213,8 @@ def build_config(args, extra: list[str]) -> dict:
     _ray_flags(args, config)
     if args.runner != "sync":
         config["runner_type"] = args.runner
+    if args.tensorboard:
+        config["tensorboard"] = True  # kept by --resume, which reads the saved config
     preset = preset_for(config["algo_name"], config["env"]["id"])
     _check_async(config, preset)
     env = dict(config["env"])
@@ -343,8 +357,23 @@ def train_from_config(config: dict, log_dir: str, run_ID: int = 0,
         return runner.train()  # rank 0 alone writes the run directory
     name = f"{config['algo_name']}_{env_kwargs['id']}"
     with logger_context(log_dir, run_ID, name, log_params=dict(config=config),
-                        snapshot_mode=snapshot_mode, override_prefix=True, resume=resume):
+                        snapshot_mode=snapshot_mode, override_prefix=True, resume=resume,
+                        use_summary_writer=bool(config.get("tensorboard"))):
+        return _train_with_row_lines(runner)
+
+
+def _train_with_row_lines(runner) -> dict:
+    """Train, printing one terminal line per log row; debug.log gets the whole table."""
+    from rlpyt.utils.logging import logger
+
+    logger.log(f"Log rows: one line each here; every column is in "
+               f"{os.path.join(logger.get_snapshot_dir() or '.', 'debug.log')} and "
+               f"progress.csv.")
+    logger.set_terminal_rows("line")
+    try:
         return runner.train()
+    finally:
+        logger.set_terminal_rows("table")
 
 
 def _resume_config(args, extra: list[str]) -> tuple[dict, str, int]:
@@ -402,6 +431,22 @@ def _cpus() -> list[int]:
         return list(range(os.cpu_count() or 1))
 
 
+def _report_interrupt(run_dir: str) -> None:
+    """After Ctrl-C: the checkpoint a resume continues from and the command to type."""
+    import shlex
+    import sys
+
+    from rlpyt.utils.logging.run_dir import latest_checkpoint
+
+    latest = latest_checkpoint(run_dir) if os.path.isdir(run_dir) else None
+    if latest is None:
+        print("rlpyt train: interrupted before the first checkpoint; nothing to resume",
+              file=sys.stderr)
+        return
+    print(f"rlpyt train: interrupted; latest checkpoint {latest}\n"
+          f"Resume with: rlpyt train --resume {shlex.quote(run_dir)}", file=sys.stderr)
+
+
 def run_train(args, extra: list[str]) -> int:
     try:
         if args.resume:
@@ -410,12 +455,16 @@ def run_train(args, extra: list[str]) -> int:
             config = build_config(args, extra)
             env_id = config["env"]["id"]
             log_dir = args.log_dir or os.path.join("runs", f"{config['algo_name']}_{env_id}")
-            run_id = args.run_id
+            run_id = args.run_id if args.run_id is not None else next_run_id(log_dir)
     except ConfigError as e:
         print(f"rlpyt train: {e}")
         return 2
-    summary = train_from_config(config, log_dir, run_id, args.snapshot_mode,
-                                resume=True if args.resume else None)
+    try:
+        summary = train_from_config(config, log_dir, run_id, args.snapshot_mode,
+                                    resume=True if args.resume else None)
+    except KeyboardInterrupt:
+        _report_interrupt(os.path.join(log_dir, f"run_{run_id}"))
+        return 130
     if launched_by_torchrun() and int(os.environ["RANK"]) != 0:
         return 0  # rank 0 reports
     final = summary.get("final_eval_return", float("nan"))

@@ -39,7 +39,7 @@ import traceback
 import torch
 
 from rlpyt.runners.async_watch import DEFAULT_PROGRESS_TIMEOUT_S, AsyncWatch, check_progress_timeout
-from rlpyt.runners.base import DivergenceError, apply_affinity
+from rlpyt.runners.base import DivergenceError, apply_affinity, training_torch_threads
 from rlpyt.runners.minibatch_rl import MinibatchRlBase
 from rlpyt.runners.preflight import check_before_start
 from rlpyt.samplers.async_.base import AsyncSamplerBase, run_sampler
@@ -228,6 +228,11 @@ class AsyncRlBase(MinibatchRlBase):
         check_before_start(self.algo, self.agent, self.sampler, self.n_steps,
                            dict(cuda_idx=optimizer_affinity.get("cuda_idx")))
         granted_cpus()  # The run's CPUs, recorded before any process of it pins itself.
+        threads, why = training_torch_threads(optimizer_affinity.get("torch_threads"),
+                                              optimizer_affinity.get("cpus"))
+        logger.log(f"torch threads of the optimizer: {threads} ({why})")
+        if self._n_steps_note:
+            logger.log(self._n_steps_note)
         if self.seed is None:
             self.seed = make_seed()
         set_seed(self.seed)
@@ -249,7 +254,7 @@ class AsyncRlBase(MinibatchRlBase):
             self.agent.param_board.restart_at(resume.get("param_version", 0))
         self._start_processes(start_itr=0 if resume is None else resume["appended"])
         # Pinned after forking: the sampler and copier start from the run's full CPU set.
-        apply_affinity(optimizer_affinity.get("cpus"), optimizer_affinity.get("torch_threads"),
+        apply_affinity(optimizer_affinity.get("cpus"), threads,
                        optimizer_affinity.get("set_affinity", True))
         self.agent.to_device(optimizer_affinity.get("cuda_idx"))  # After forking (CUDA).
         self.algo.optim_initialize(rank=0)

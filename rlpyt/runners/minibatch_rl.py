@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections import deque
@@ -10,8 +11,15 @@ import numpy as np
 import psutil
 
 from rlpyt.runners import checkpoint as ckpt
-from rlpyt.runners.base import BaseRunner, DivergenceError, apply_affinity
+from rlpyt.runners.base import (
+    BaseRunner,
+    DivergenceError,
+    apply_affinity,
+    capped_n_steps,
+    training_torch_threads,
+)
 from rlpyt.runners.preflight import check_before_start
+from rlpyt.utils.interrupt import DeferredInterrupt
 from rlpyt.utils.logging import logger
 from rlpyt.utils.prog_bar import ProgBarCounter
 from rlpyt.utils.seed import make_seed, set_seed
@@ -28,10 +36,13 @@ class MinibatchRlBase(BaseRunner):
         algo: the algorithm (``RlAlgorithm``).
         agent: the agent.
         sampler: the sampler.
-        n_steps: total env steps to train for (rounded up to whole sampler batches).
+        n_steps: total env steps to train for (rounded up to whole sampler batches); the
+            environment variable ``RLPYT_MAX_STEPS`` caps it for smoke runs.
         seed: run seed (torch, numpy, python and every env); None draws one. Default None.
         affinity: dict with optional ``cuda_idx``, ``master_cpus``, ``workers_cpus``,
             ``master_torch_threads``, ``worker_torch_threads``, ``set_affinity``. Default None.
+            The training process runs ``master_torch_threads`` torch threads, else one
+            per ``master_cpus``, else 1 (what ``rlpyt train`` uses; logged at start).
         log_interval_steps: env steps between log rows (and evaluations). Default 1e5.
         log_traj_window: number of latest completed trajectories in the train stats. Default 100.
         checkpoint_interval_steps: env steps between whole-run checkpoints (written into
@@ -56,7 +67,7 @@ class MinibatchRlBase(BaseRunner):
         if not (isinstance(log_interval_steps, (int, float)) and log_interval_steps > 0):
             raise ValueError(f"log_interval_steps={log_interval_steps!r} must be positive")
         self.algo, self.agent, self.sampler = algo, agent, sampler
-        self.n_steps = int(n_steps)
+        self.n_steps, self._n_steps_note = capped_n_steps(int(n_steps), algo, sampler)
         self.seed = seed
         self.affinity = dict(affinity or {})
         self.log_interval_steps = int(log_interval_steps)
@@ -80,8 +91,14 @@ class MinibatchRlBase(BaseRunner):
 
     # ---- set-up ------------------------------------------------------------------
     def startup(self) -> int:
-        apply_affinity(self.affinity.get("master_cpus"), self.affinity.get("master_torch_threads"),
-                       self.affinity.get("set_affinity", True))
+        cpus = self.affinity.get("master_cpus")
+        threads, why = training_torch_threads(self.affinity.get("master_torch_threads"), cpus)
+        apply_affinity(cpus, threads, self.affinity.get("set_affinity", True))
+        if self.rank == 0:
+            logger.log(f"torch threads: {threads} ({why}; set affinity="
+                       f"dict(master_torch_threads=N) to change)")
+            if self._n_steps_note:
+                logger.log(self._n_steps_note)
         check_before_start(self.algo, self.agent, self.sampler, self.n_steps, self.affinity)
         if self.seed is None:
             self.seed = make_seed()
@@ -146,12 +163,27 @@ class MinibatchRlBase(BaseRunner):
             cum_steps=(itr + 1) * self.itr_batch_size,
             agent_state_dict=self.agent.state_dict(),
             optimizer_state_dict=self.algo.optim_state_dict(),
+            rebuild=self.rebuild_info(),
+        )
+
+    def rebuild_info(self) -> dict:
+        """How to build this run's agent and env again (``rlpyt evaluate`` of a script's
+        run): import paths of the agent class and the env maker, and their keywords
+        (``agent_kwargs`` None when the agent was built with positional arguments)."""
+        n_args, kwargs = getattr(self.agent, "_init_keywords", (0, {}))
+        maker = self.sampler.EnvCls
+        return dict(
+            agent_class=f"{type(self.agent).__module__}:{type(self.agent).__qualname__}",
+            agent_kwargs=None if n_args else kwargs,
+            env_maker=f"{getattr(maker, '__module__', '?')}:"
+                      f"{getattr(maker, '__qualname__', repr(maker))}",
+            env_kwargs=dict(self.sampler.env_kwargs),
         )
 
     def save_itr_snapshot(self, itr: int):
-        logger.log("saving snapshot...")
+        logger.log("saving snapshot...", routine=True)
         logger.save_itr_params(itr, self.get_itr_snapshot(itr))
-        logger.log("saved")
+        logger.log("saved", routine=True)
 
     # ---- whole-run checkpoints (resume) ----------------------------------------------------
     def checkpoint_state(self, itr: int) -> dict:
@@ -171,6 +203,7 @@ class MinibatchRlBase(BaseRunner):
             sampler_note=why,
             diagnostics=self.diagnostics_state(),
             progress_rows=logger.tabular_row_count(),
+            rebuild=self.rebuild_info(),
             rng=ckpt.capture_rng_state(),  # last: nothing above draws random numbers
         )
 
@@ -211,7 +244,7 @@ class MinibatchRlBase(BaseRunner):
         replay = getattr(self.algo, "replay_buffer", None) if self.checkpoint_replay else None
         self.last_checkpoint = ckpt.save_checkpoint(run_dir, itr, self.checkpoint_state(itr),
                                                     replay)
-        logger.log(f"checkpoint written: {self.last_checkpoint}")
+        logger.log(f"checkpoint written: {self.last_checkpoint}", routine=True)
         return self.last_checkpoint
 
     def _is_checkpoint_itr(self, itr) -> bool:
@@ -282,7 +315,7 @@ class MinibatchRlBase(BaseRunner):
         self._last_itr = -1
         self._traj_infos = deque(maxlen=self.log_traj_window)
         self._new_completed_trajs = 0
-        self.pbar = ProgBarCounter(self.log_interval_itrs)
+        self.pbar = RunProgress(self)
         self._warned_values = set()
         logger.log(f"Running {self.n_itr} iterations of minibatch RL "
                    f"({self.itr_batch_size} env steps each).")
@@ -320,7 +353,6 @@ class MinibatchRlBase(BaseRunner):
         self.pbar.update((itr + 1) % self.log_interval_itrs or self.log_interval_itrs)
 
     def log_diagnostics(self, itr, eval_traj_infos=None, eval_time=0.0):
-        self.pbar.stop()
         if itr >= 0:  # itr -1 is the evaluation before training: nothing trained to save
             self.save_itr_snapshot(itr)
         now = time.time()
@@ -353,9 +385,6 @@ class MinibatchRlBase(BaseRunner):
         self._last_update_counter = updates
         self._last_itr = itr
         self._new_completed_trajs = 0
-        if itr < self.n_itr - 1:
-            remaining = min(self.log_interval_itrs, self.n_itr - 1 - itr)
-            self.pbar = ProgBarCounter(remaining)
 
     def _replay_batch_size(self) -> int | None:
         """Samples per gradient update of a replay algorithm, over all ranks (None: on-policy)."""
@@ -371,9 +400,10 @@ class MinibatchRlBase(BaseRunner):
         if traj_infos:
             for key in traj_infos[0]:
                 if not key.startswith("_"):
-                    logger.record_tabular_misc_stat(key, [info[key] for info in traj_infos])
-        for key, values in self._opt_infos.items():
-            logger.record_tabular_misc_stat(key, values)
+                    logger.record_tabular_misc_stat(logger.column_name(key),
+                                                    [info[key] for info in traj_infos])
+        for key, values in self._opt_infos.items():  # OptInfo's gradNorm: GradNormAverage, ...
+            logger.record_tabular_misc_stat(logger.column_name(key), values)
         self._opt_infos = {k: [] for k in self._opt_infos}
 
     # ---- the loop ------------------------------------------------------------------------
@@ -406,6 +436,8 @@ class MinibatchRlBase(BaseRunner):
                 ``logger_context(..., resume=True)``, else False.
         """
         itr = -1
+        ctrl_c = DeferredInterrupt("Ctrl-C: finishing this iteration, then writing a checkpoint "
+                                   "(Ctrl-C again to stop at once, without one)")
         try:
             self._resume_state = self.find_resume_state(resume)
             n_itr = self.startup()  # inside try: a failed set-up still stops sampler workers
@@ -416,25 +448,51 @@ class MinibatchRlBase(BaseRunner):
                 self._resume_state = None
             else:
                 self._before_train()
-            for itr in range(start_itr, n_itr):
-                self._train_itr(itr)
-                stop = False
-                if self._is_log_itr(itr):
-                    self._log_itr(itr)
-                    stop = self._stop_now()
-                if self._is_checkpoint_itr(itr) or stop:
-                    self.save_checkpoint(itr)
-                if stop:
-                    logger.log(f"Stopping early after iteration {itr}.")
-                    break
+            # Ranks of a multi-process run must stop at the same iteration: they keep
+            # the plain Ctrl-C (a snapshot, no checkpoint).
+            with ctrl_c if self.world_size == 1 else contextlib.nullcontext():
+                for itr in range(start_itr, n_itr):
+                    self._train_itr(itr)
+                    stop = False
+                    if self._is_log_itr(itr):
+                        self._log_itr(itr)
+                        stop = self._stop_now()
+                    if self._is_checkpoint_itr(itr) or stop or ctrl_c.requested:
+                        self.save_checkpoint(itr)
+                    if ctrl_c.requested:
+                        self._log_interrupted(itr)
+                        raise KeyboardInterrupt
+                    if stop:
+                        logger.log(f"Stopping early after iteration {itr}.")
+                        break
         except KeyboardInterrupt:
-            logger.log(f"Interrupted at iteration {itr}: writing the last snapshot.")
-            if itr >= 0:
-                self.save_itr_snapshot(itr)
+            if not ctrl_c.requested:  # mid-iteration: no exact checkpoint can be written
+                logger.log(f"Interrupted at iteration {itr}: writing the last snapshot.")
+                if itr >= 0:
+                    self.save_itr_snapshot(itr)
+                self._log_interrupted(None)
             raise
         finally:
             self.shutdown()
         return self.summary()
+
+    def _log_interrupted(self, itr: int | None) -> None:
+        """Say what a resume continues from after Ctrl-C (``itr``: the iteration whose
+        checkpoint was just written; None: interrupted mid-iteration)."""
+        run_dir = logger.get_snapshot_dir()
+        if run_dir is None:
+            logger.log(f"Interrupted at iteration {itr}: no checkpoint, as the run has no run "
+                       f"directory (train inside logger_context to have one).")
+            return
+        if itr is not None and self.last_checkpoint:
+            logger.log(f"Interrupted after iteration {itr}: checkpoint {self.last_checkpoint}; "
+                       f"a resume continues at iteration {itr + 1}.")
+        elif self.last_checkpoint:
+            logger.log(f"Interrupted mid-iteration: a resume continues from the last "
+                       f"checkpoint, {self.last_checkpoint}.")
+        if self.last_checkpoint:
+            logger.log(f"Resume with `rlpyt train --resume {run_dir}` (a run of rlpyt train) "
+                       f"or runner.train(resume={run_dir!r}) in a script.")
 
     def _before_train(self):
         pass
@@ -459,6 +517,33 @@ class MinibatchRlBase(BaseRunner):
         )
 
 
+class RunProgress:
+    """The terminal progress bar of a run: env steps out of ``n_steps``, with rate and
+    ETA, one bar for the whole run (log rows print above it).
+
+    Runners call ``update(count)`` with the iterations done since the last log row
+    (``log_interval_itrs`` at a row), as with the classic per-interval bar; the bar
+    turns that into the run's env steps.
+    """
+
+    def __init__(self, runner: MinibatchRlBase):
+        self.runner = runner
+        self._bar = None
+
+    def update(self, itrs_since_log_row: int) -> None:
+        runner = self.runner
+        steps = (runner._last_itr + 1 + itrs_since_log_row) * runner.itr_batch_size
+        if self._bar is None:  # first update: a resumed run starts its bar where it is
+            start = (runner._last_itr + 1) * runner.itr_batch_size
+            self._bar = ProgBarCounter(runner.n_itr * runner.itr_batch_size, initial=start,
+                                       unit="env step")
+        self._bar.update(steps)
+
+    def stop(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+
 class MinibatchRl(MinibatchRlBase):
     """Minibatch RL logging statistics of the latest training trajectories."""
 
@@ -474,7 +559,7 @@ class MinibatchRlEval(MinibatchRlBase):
 
     def evaluate_agent(self, itr, before_training=False):
         """Evaluate after iteration ``itr`` (or before any training, at 0 env steps)."""
-        logger.log("Evaluating agent...")
+        logger.log("Evaluating agent...", routine=True)
         self.agent.eval_mode(itr)
         start = time.time()
         traj_infos = self.sampler.evaluate_agent(itr)
@@ -483,7 +568,8 @@ class MinibatchRlEval(MinibatchRlBase):
         mean = sum(returns) / len(returns) if returns else float("nan")
         cum_steps = 0 if before_training else (itr + 1) * self.itr_batch_size
         self.eval_history.append((cum_steps, mean))
-        logger.log(f"Evaluation: {len(traj_infos)} trajectories, mean return {mean:.2f}")
+        logger.log(f"Evaluation: {len(traj_infos)} trajectories, mean return {mean:.2f}",
+                   routine=True)
         return traj_infos, eval_time
 
     def _before_train(self):

@@ -175,14 +175,28 @@ def _torchify_leaf(x, from_numpy):
 
 
 def torchify_buffer(buffer):
-    """numpy -> torch sharing memory (``torch.from_numpy``); other leaves pass through."""
+    """numpy -> torch sharing memory (``torch.from_numpy``); other leaves pass through.
+
+    ``buffer`` is an array, a (named)tuple or a list of them, nested at will: e.g.
+    ``torchify_buffer((observation, prev_action, prev_reward))`` gives a tuple of
+    tensors for ``agent.step``. Numpy scalars (``np.float32(0)``) become 0-d tensors.
+    """
     import torch  # Lazily: envs and spaces use this module without torch.
 
-    return buffer_func(buffer, _torchify_leaf, torch.from_numpy)
+    return _torchify(buffer, torch.from_numpy)
+
+
+def _torchify(x, from_numpy):
+    if _is_nt(x):
+        return type(x)._make([_torchify(b, from_numpy) for b in x])
+    if type(x) in (tuple, list):
+        return type(x)(_torchify(b, from_numpy) for b in x)
+    return _torchify_leaf(x, from_numpy)
 
 
 def numpify_buffer(buffer):
-    """torch (CPU) -> numpy sharing memory; other leaves pass through.
+    """torch (CPU) -> numpy sharing memory; other leaves pass through (a tensor, or a
+    (named)tuple or list of them, nested at will).
 
     Samplers call this on every agent step, so it walks the structure itself (no
     generic ``buffer_func`` dispatch per leaf).
@@ -197,6 +211,8 @@ def _numpify(x, tensor_cls):
         return x.numpy()  # the common leaf
     if _is_nt(x):
         return type(x)._make([_numpify(b, tensor_cls) for b in x])
+    if type(x) in (tuple, list):
+        return type(x)(_numpify(b, tensor_cls) for b in x)
     if isinstance(x, tensor_cls):
         return x.detach().cpu().numpy()  # on another device, in a graph, or a subclass
     return x

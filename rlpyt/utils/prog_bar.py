@@ -27,12 +27,19 @@ class ProgBarCounter:
     Args:
         total_count: the count at which the bar is full (positive).
         stream: where to draw; ``None`` means ``sys.stdout`` at construction time.
+        initial: the count the bar starts from (a resumed run); rates and the ETA
+            count only what comes after it. Default 0.
+        unit: what is counted, shown in the rate (``step/s``). Default ``"step"``.
+
+    While the bar draws, the logger's terminal lines are written above it
+    (``logger.set_terminal_writer``), so log lines do not break it.
 
     ``update(count)`` takes the *current* count (not an increment); counts past
     ``total_count`` show a full bar.  Call ``stop()`` to finish the line.
     """
 
-    def __init__(self, total_count: int | float, stream: TextIO | None = None):
+    def __init__(self, total_count: int | float, stream: TextIO | None = None,
+                 initial: int | float = 0, unit: str = "step"):
         if (
             isinstance(total_count, bool)
             or not isinstance(total_count, Real)
@@ -43,12 +50,17 @@ class ProgBarCounter:
             )
         self.total_count = total_count
         self.stream = sys.stdout if stream is None else stream
-        self.count = 0
+        self.count = initial
         self.active = _is_interactive(self.stream) and not logger.get_log_tabular_only()
         self._bar = None
         if self.active:
             self._bar = tqdm(total=total_count, file=self.stream, mininterval=_MIN_REDRAW_S,
-                             dynamic_ncols=True, leave=True, unit="step", unit_scale=False)
+                             dynamic_ncols=True, leave=True, unit=unit, unit_scale=False,
+                             initial=min(max(initial, 0), total_count))
+            logger.set_terminal_writer(self._write)
+
+    def _write(self, line: str) -> None:
+        tqdm.write(line, file=self.stream)
 
     def update(self, count: int | float) -> None:
         """Set the current count and redraw (at most every 0.1 s)."""
@@ -62,6 +74,7 @@ class ProgBarCounter:
         if self.active:
             self._bar.close()
             self.active = False
+            logger.set_terminal_writer(None)
 
 
 def _is_interactive(stream) -> bool:

@@ -124,6 +124,8 @@ class KeywordCheckedInit:
         def checked_init(self, *args, **kw):
             if type(self).__init__ is checked_init:
                 check_keywords(type(self), kw)
+                # What built it, so a saved run can be rebuilt (rlpyt evaluate).
+                self._init_keywords = (len(args), dict(kw))
             init(self, *args, **kw)
 
         checked_init._checks_keywords = True

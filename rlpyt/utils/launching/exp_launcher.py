@@ -74,7 +74,7 @@ class ExperimentSummary:
     @property
     def failed(self) -> list[RunResult]:
         """Runs that are not complete: failed, stopped or not started."""
-        return [r for r in self.results if r.status not in ("done", "skipped")]
+        return [r for r in self.results if r.status not in ("done", "skipped", "held back")]
 
     @property
     def ok(self) -> bool:
@@ -87,13 +87,15 @@ class ExperimentSummary:
             f"{self.count('done')} done, {self.count('skipped')} skipped (completed "
             f"earlier), {self.count('failed')} failed, {self.count('stopped')} stopped, "
             f"{self.count('not started')} not started"
+            + (f", {self.count('held back')} held back ({MAX_RUNS_ENV})"
+               if self.count("held back") else "")
         ]
         for r in self.results:
             if r.status in ("done", "skipped"):
                 took = f"{r.seconds:7.1f}s" if r.status == "done" else "        "
                 lines.append(f"  {r.status:<8} {took}  {r.name}")
-            elif r.status == "not started":
-                lines.append(f"  not started         {r.name}")
+            elif r.status in ("not started", "held back"):
+                lines.append(f"  {r.status:<20}{r.name}")
             else:
                 lines.append(
                     f"  {r.status.upper():<8} {r.seconds:7.1f}s  {r.name}  (exit code "
@@ -165,12 +167,20 @@ def run_experiments(
     _write_tree(exp_dir, experiment_title, script, affinity_code, backend, runs_per_setting,
                 log_dirs)
     done_before, pending = _split_completed(requests)
+    pending, held_back = _smoke_limit(pending)
     for request in pending:  # Saved up front: scripts load their variant at start.
         save_variant(request.variant, request.setting_dir)
     say = print if verbose else (lambda *a, **k: None)
     say(f"Experiment {experiment_title!r} in {exp_dir}: {len(requests)} runs, "
         f"{len(done_before)} already complete, {len(pending)} to run ({backend} backend)")
     results = {r.name: _skipped_result(r) for r in done_before}
+    if held_back:
+        say(f"{MAX_RUNS_ENV}={os.environ[MAX_RUNS_ENV]}: running {len(pending)} of them; "
+            f"{len(held_back)} held back (a smoke run of the grid; launch again without "
+            f"{MAX_RUNS_ENV} to run the rest)")
+        results.update((r.name, RunResult(r.name, "held back", None, r.run_dir,
+                                          os.path.join(r.run_dir, "launch.log")))
+                       for r in held_back)
 
     def record(result: RunResult) -> None:
         results[result.name] = result
@@ -248,6 +258,21 @@ def _split_completed(requests: list[RunRequest]) -> tuple[list[RunRequest], list
             f"run them again"
         )
     return done, pending
+
+
+# Smoke runs of a grid: with this environment variable set to N, a launch runs only the
+# first N runs still to do (with RLPYT_MAX_STEPS, each one short); the rest are held back.
+MAX_RUNS_ENV = "RLPYT_MAX_RUNS"
+
+
+def _smoke_limit(pending: list[RunRequest]) -> tuple[list[RunRequest], list[RunRequest]]:
+    text = os.environ.get(MAX_RUNS_ENV, "").strip()
+    if not text:
+        return pending, []
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"environment variable {MAX_RUNS_ENV}={text!r} must be a positive "
+                         f"integer (or unset)")
+    return pending[:int(text)], pending[int(text):]
 
 
 def _not_started(request: RunRequest) -> RunResult:

@@ -34,6 +34,7 @@ __all__ = [
     "SNAPSHOT_MODES",
     "add_tabular_output",
     "add_text_output",
+    "column_name",
     "dump_tabular",
     "get_disable_prefix",
     "get_log_tabular_only",
@@ -68,6 +69,8 @@ __all__ = [
     "set_snapshot_dir",
     "set_snapshot_gap",
     "set_snapshot_mode",
+    "set_terminal_rows",
+    "set_terminal_writer",
     "set_tf_summary_writer",
     "tabular_prefix",
 ]
@@ -88,12 +91,20 @@ _summary_writer = None
 _iteration: int | None = None
 _n_dumps = 0
 _resume = False
+# How dump_tabular prints a row on the terminal: "table" (every key, one per line) or
+# "line" (the keys of _LINE_KEYS that the row has, on one line); text outputs
+# (debug.log) always get the whole table.
+TERMINAL_ROWS = ("table", "line")
+_terminal_rows = "table"
+_terminal_writer = None  # None: print(); a progress bar sets tqdm.write while it draws
+_LINE_KEYS = (("Iteration", "itr"), ("CumSteps", "steps"), ("ReturnAverage", "return"),
+              ("StepsPerSecond", "steps/s"), ("CumTime (s)", "time (s)"))
 
 
 def reset() -> None:
     """Close every output and return to the initial state (for tests and notebooks)."""
     global _snapshot_dir, _snapshot_mode, _snapshot_gap, _log_tabular_only
-    global _disable_prefix, _summary_writer, _iteration, _n_dumps
+    global _disable_prefix, _summary_writer, _iteration, _n_dumps, _terminal_rows
     for path in list(_text_outputs):
         remove_text_output(path)
     _tabular_outputs.clear()
@@ -103,6 +114,7 @@ def reset() -> None:
     _snapshot_dir, _snapshot_mode, _snapshot_gap = None, "all", 1
     _log_tabular_only = _disable_prefix = False
     _summary_writer, _iteration, _n_dumps = None, None, 0
+    _terminal_rows = "table"
     set_resume(False)
 
 
@@ -246,6 +258,31 @@ def set_log_tabular_only(log_tabular_only: bool) -> None:
     _log_tabular_only = bool(log_tabular_only)
 
 
+def set_terminal_rows(mode: str) -> None:
+    """How ``dump_tabular`` prints rows on the terminal: ``"table"`` (default: every key,
+    one per line) or ``"line"`` (one line per row: iteration, env steps, return, speed,
+    time). Text outputs such as ``debug.log`` always get the whole table."""
+    global _terminal_rows
+    if mode not in TERMINAL_ROWS:
+        raise ValueError(f"set_terminal_rows(mode={mode!r}): valid modes are {TERMINAL_ROWS}")
+    _terminal_rows = mode
+
+
+def set_terminal_writer(writer) -> None:
+    """Print terminal lines with ``writer(line)`` instead of ``print`` (``None``: back to
+    ``print``). A progress bar sets one, so log lines appear above the bar rather than
+    on it."""
+    global _terminal_writer
+    _terminal_writer = writer
+
+
+def _emit(line: str) -> None:
+    if _terminal_writer is None:
+        print(line, flush=True)
+    else:
+        _terminal_writer(line)
+
+
 def get_log_tabular_only() -> bool:
     return _log_tabular_only
 
@@ -302,11 +339,16 @@ def tabular_prefix(key: str) -> Iterator[None]:
 # ---------------------------------------------------------------- text
 
 
-def log(s: str, with_prefix: bool = True, with_timestamp: bool = True) -> None:
-    """Print ``s`` (unless in tabular-only mode) and append it to every text output."""
+def log(s: str, with_prefix: bool = True, with_timestamp: bool = True,
+        routine: bool = False) -> None:
+    """Print ``s`` (unless in tabular-only mode) and append it to every text output.
+
+    ``routine=True`` marks a message that repeats every log row (evaluating, saving):
+    with ``set_terminal_rows("line")`` it goes to the text outputs only.
+    """
     line = _format_line(str(s), with_prefix, with_timestamp)
-    if not _log_tabular_only:
-        print(line, flush=True)
+    if not _log_tabular_only and not (routine and _terminal_rows == "line"):
+        _emit(line)
     _write_text(line)
 
 
@@ -326,6 +368,13 @@ def _write_text(line: str) -> None:
 
 
 # ---------------------------------------------------------------- tabular
+
+
+def column_name(key: str) -> str:
+    """The ``progress.csv`` column stem of a diagnostic: every column is PascalCase
+    (``ReturnAverage``, ``LossAverage``, ``GradNormMax``), so an ``OptInfo`` field
+    ``gradNorm`` is logged as ``GradNorm<stat>``."""
+    return key[:1].upper() + key[1:]
 
 
 def record_tabular(key: str, val: Any) -> None:
@@ -372,8 +421,11 @@ def dump_tabular(
         return
     for line in _format_table(_tabular):
         line = _format_line(line, with_prefix, with_timestamp)
-        print(line, flush=True)
+        if _terminal_rows == "table":
+            _emit(line)
         _write_text(line)
+    if _terminal_rows == "line":
+        _emit(_format_line(_format_row_line(_tabular), with_prefix, with_timestamp))
     for output in _tabular_outputs.values():
         output.write_row(_tabular)
     if _summary_writer is not None:
@@ -391,6 +443,18 @@ def _format_table(row: dict[str, Any]) -> list[str]:
         lines.append(f"{key:<{width}}  {text:>14}")
     lines.append(rule)
     return lines
+
+
+def _format_row_line(row: dict[str, Any]) -> str:
+    parts = []
+    for key, label in _LINE_KEYS:
+        if key in row:
+            val = row[key]
+            text = f"{val:.4g}" if isinstance(val, (float, np.floating)) else str(val)
+            parts.append(f"{label} {text}")
+    if not parts:  # none of the usual keys: the first few of this row
+        parts = [f"{k} {v}" for k, v in list(row.items())[:4]]
+    return " | ".join(parts)
 
 
 def _summary_step(step: int | None) -> int:

@@ -19,13 +19,15 @@ import os
 import re
 
 __all__ = ["CHECKPOINT_DIR", "RUN_FILES", "RunDirExistsError", "RunDirLockedError", "RunLock",
-           "check_run_dir_free", "latest_checkpoint", "list_checkpoints", "run_files_in"]
+           "check_run_dir_free", "latest_checkpoint", "list_checkpoints", "next_run_id",
+           "run_files_in"]
 
 LOCK_FILE = ".lock"
 # Whole-run checkpoints (written by rlpyt.runners.checkpoint): <run_dir>/checkpoints/itr_<N>/
 CHECKPOINT_DIR = "checkpoints"
 STATE_FILE = "state.pt"
 _CHECKPOINT_NAME = re.compile(r"^itr_(\d+)$")
+_RUN_NAME = re.compile(r"^run_(\d+)$")
 # Files whose presence means a run already wrote results here.
 RUN_FILES = ("progress.csv", "params.pkl", "checkpoints")
 
@@ -75,6 +77,15 @@ def run_files_in(run_dir: str) -> list[str]:
         elif name in RUN_FILES or (name.startswith("itr_") and name.endswith(".pkl")):
             present.append(name)
     return present
+
+
+def next_run_id(log_dir: str) -> int:
+    """One more than the highest ``run_<k>`` directory in ``log_dir`` (0 if none), so a
+    new run never lands in a directory that an earlier or a live run uses."""
+    if not os.path.isdir(log_dir):
+        return 0
+    ids = [int(m.group(1)) for m in map(_RUN_NAME.match, os.listdir(log_dir)) if m]
+    return max(ids) + 1 if ids else 0
 
 
 def _has_rows(csv_path: str) -> bool:
