@@ -1,8 +1,11 @@
 """The ``rlpyt`` command: ``train``, ``evaluate``, ``plot`` and ``launch``.
 
-Errors print one line (``rlpyt train: error: ...``) and exit with code 2 (bad input,
-found before anything ran) or 1 (a failure during the run); ``--debug`` (or the
-environment variable ``RLPYT_DEBUG=1``) shows the full traceback instead.
+Errors print one line on stderr (``rlpyt train: error: ...``), the cause first: for a
+failure in another process (a sampler worker, a SyncRl rank, the async sampler), that
+process's exception type and message, then where it happened.  The exit code is 2 (bad
+input, found before anything ran) or 1 (a failure during the run).  The full traceback
+goes to the run's ``debug.log``; ``--debug`` (or the environment variable
+``RLPYT_DEBUG=1``) shows it on stderr instead.
 """
 
 from __future__ import annotations
@@ -71,7 +74,46 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _one_line(e: BaseException) -> str:
+    """The error in one line, its cause first (see the module doc)."""
     text = str(e).strip() or type(e).__name__
     if isinstance(e, KeyError) and len(e.args) == 1:
         text = str(e.args[0])
+    cause, where = _innermost_cause(text)
+    if cause is not None:
+        text = f"{cause} (in {where})" if where else cause
+    elif not isinstance(e, (ValueError, TypeError, LookupError)):  # bad input speaks plainly
+        text = f"{type(e).__name__}: {text}"
     return " ".join(text.split())
+
+
+_TRACEBACK = "Traceback (most recent call last):"
+_CHAINED = ("The above exception was the direct cause of the following exception:",
+            "During handling of the above exception, another exception occurred:")
+
+
+def _innermost_cause(text: str) -> tuple[str | None, str]:
+    """``(the exception line of the innermost traceback embedded in text, where it
+    happened)``: an error from another process carries that process's traceback in its
+    message, and its last exception is the cause (followed down when it carries a
+    traceback itself; of a chain of exceptions, the one raised last)."""
+    where, cause = [], None
+    while _TRACEBACK in text:
+        head, tail = text.split(_TRACEBACK, 1)
+        head = head.strip().rstrip(":").strip()
+        if head:
+            where.append(head.splitlines()[0].rstrip(":"))
+        lines = tail.splitlines()[1:]
+        start = next((i for i, line in enumerate(lines) if line and not line[0].isspace()),
+                     None)
+        if start is None:
+            break
+        rest = lines[start:]
+        marker = next((i for i, line in enumerate(rest) if line.strip() in _CHAINED), None)
+        if marker is not None:  # chained: the exception raised last comes after the marker
+            text = "\n".join(rest[marker + 1:])
+            continue
+        text = cause = "\n".join(rest).strip()
+    if cause is None:
+        return None, ""
+    cause = cause.splitlines()[0].rstrip(":")  if _TRACEBACK in cause else cause
+    return cause, "; ".join(w for w in where if w != cause)

@@ -95,12 +95,13 @@ class SyncRlMixin:
     def __init__(self, algo, agent, sampler, n_steps, seed=None, affinity=None,
                  log_interval_steps=1e5, log_traj_window=100, backend: str | None = None,
                  timeout_s: float = 1800.0, checkpoint_interval_steps=None,
-                 checkpoint_replay=True, max_abs_value=None):
+                 checkpoint_replay=True, max_abs_value=None, divergence="stop"):
         self.affinities = _as_affinity_list(affinity)
         super().__init__(algo, agent, sampler, n_steps, seed=seed, affinity=None,
                          log_interval_steps=log_interval_steps, log_traj_window=log_traj_window,
                          checkpoint_interval_steps=checkpoint_interval_steps,
-                         checkpoint_replay=checkpoint_replay, max_abs_value=max_abs_value)
+                         checkpoint_replay=checkpoint_replay, max_abs_value=max_abs_value,
+                         divergence=divergence)
         if backend not in (None, "gloo", "nccl", "mpi"):
             raise ValueError(f"backend={backend!r} must be None (auto), 'gloo', 'nccl' or 'mpi'")
         if not (isinstance(timeout_s, (int, float)) and timeout_s > 0):
