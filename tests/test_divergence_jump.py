@@ -56,7 +56,8 @@ def test_learning_rate_1e6_stops_every_family(algo, tmp_path):
 
 @pytest.mark.parametrize("algo", sorted(SMALL))
 def test_normal_short_runs_of_every_family_are_not_stopped(algo):
-    steps = {"r2d1": 2400, "ddpg": 1500, "td3": 1500, "sac": 1500}.get(algo, 4000)
+    steps = {"r2d1": 1600, "ddpg": 800, "td3": 800, "sac": 800, "dqn": 1500,
+             "cat_dqn": 1500}.get(algo, 2000)
     runner = small_runner(algo, steps)  # divergence="stop", the default
     runner.train()
     assert runner.algo.update_counter > 10

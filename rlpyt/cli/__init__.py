@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 
 __all__ = ["main"]
@@ -101,7 +102,8 @@ def _innermost_cause(text: str) -> tuple[str | None, str]:
         head, tail = text.split(_TRACEBACK, 1)
         head = head.strip().rstrip(":").strip()
         if head:
-            where.append(head.splitlines()[0].rstrip(":"))
+            place = head.splitlines()[0].rstrip(":").strip()
+            where.append(place[:-len(" failed")] if place.endswith(" failed") else place)
         lines = tail.splitlines()[1:]
         start = next((i for i, line in enumerate(lines) if line and not line[0].isspace()),
                      None)
@@ -115,5 +117,10 @@ def _innermost_cause(text: str) -> tuple[str | None, str]:
         text = cause = "\n".join(rest).strip()
     if cause is None:
         return None, ""
-    cause = cause.splitlines()[0].rstrip(":")  if _TRACEBACK in cause else cause
-    return cause, "; ".join(w for w in where if w != cause)
+    lines = [line for line in cause.splitlines() if not _ALSO_STOPPED.match(line)]
+    cause = _QUALIFIED.sub(r"\1", "\n".join(lines))  # rlpyt.runners.base.X: -> X:
+    return cause, "; ".join(where)
+
+
+_ALSO_STOPPED = re.compile(r"^\(rank \d+ also stopped: .*\)$")  # the SyncRl report's tail
+_QUALIFIED = re.compile(r"^(?:[A-Za-z_][\w]*\.)+([A-Za-z_]\w*:)")
