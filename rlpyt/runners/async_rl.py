@@ -458,6 +458,7 @@ class AsyncRlBase(MinibatchRlBase):
         timeout = self.sampler.batch_timeout
         if (timeout is not None and self.sampler_process.is_alive() and not control.in_eval.value
                 and time.monotonic() - control.heartbeat.value > timeout):
+            self._sampler_hung = True  # shutdown need not wait for it
             raise AsyncRunError(
                 f"the sampler process (pid {self.sampler_process.pid}) made no progress for "
                 f"over batch_timeout={timeout}s (one batch took longer: a hung env?); its "
@@ -482,9 +483,15 @@ class AsyncRlBase(MinibatchRlBase):
     def _sampler_stack(self) -> str:
         try:
             os.kill(self.sampler_process.pid, signal.SIGUSR1)
-            time.sleep(1.0)
-            with open(self._stack_file) as f:
-                return f.read() or "(no stack was written)"
+            text, deadline = "", time.monotonic() + 1.0
+            while time.monotonic() < deadline:  # until the dump stops growing
+                time.sleep(0.1)
+                with open(self._stack_file) as f:
+                    now = f.read()
+                if now and now == text:
+                    break
+                text = now
+            return text or "(no stack was written)"
         except OSError as e:
             return f"(could not read its stack: {e})"
 
@@ -497,6 +504,8 @@ class AsyncRlBase(MinibatchRlBase):
         self.control.request_stop()
         procs = [p for p in (self.sampler_process, self.copier_process) if p is not None]
         descendants = child_processes(procs)
+        if getattr(self, "_sampler_hung", False):
+            self.sampler_process.terminate()  # Hung: it will not see the stop request.
         deadline = time.monotonic() + JOIN_TIMEOUT_S
         for proc in procs:
             proc.join(timeout=max(0.0, deadline - time.monotonic()))
