@@ -95,7 +95,7 @@ def report(which: str, start: dict, end: dict) -> bool:
 def soak(which: str, minutes: float, warmup_s: float) -> bool:
     log_dir = tempfile.mkdtemp(prefix=f"rlpyt-soak-{which}-")
     cmd = [sys.executable, "-m", "rlpyt", "train", *RUNS[which], "--n-steps", "1e8",
-           "--log-dir", log_dir, "--runner.log_interval_steps", "50000",
+           "--log-dir", log_dir, "--runner.log_interval_steps", "10000",
            "--runner.checkpoint_interval_steps", "0"]
     print(f"$ {' '.join(cmd)}", flush=True)
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,

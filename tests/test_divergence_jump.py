@@ -23,7 +23,7 @@ SMALL = {
     "impala": [],
     "dqn": _REPLAY,
     "cat_dqn": _REPLAY,
-    "r2d1": ["--algo.min_steps_learn", "400", "--algo.replay_ratio", "1",
+    "r2d1": ["--algo.min_steps_learn", "400", "--algo.replay_ratio", "4",
              "--sampler.batch_B", "4", "--algo.batch_B", "8"],
     "ddpg": _QPG,
     "td3": _QPG,

@@ -103,7 +103,7 @@ def _one_line(e: BaseException) -> str:
     cause, where = _innermost_cause(text)
     if cause is not None:
         text = f"{cause} (in {where})" if where else cause
-    elif not isinstance(e, (ValueError, TypeError, LookupError)):  # bad input speaks plainly
+    elif not isinstance(e, (ValueError, TypeError, LookupError, OSError)):  # bad input: plain
         text = f"{type(e).__name__}: {text}"
     return " ".join(text.split())
 
