@@ -7,7 +7,7 @@ Runs, one after the other, through the real command line:
 - ``sync``: 2-rank SyncRl PPO on CartPole-v1 (``rlpyt train --algo ppo --nproc 2``:
   launcher and two ranks),
 
-each for ``--minutes`` (default 20).  After ``--warmup-s`` (default 60 s: imports done,
+each for ``--minutes`` (default 20).  After ``--warmup-s`` (default 120 s: imports done,
 buffers allocated and touched) it records, for every process of the run, its RSS and
 open file descriptors, and the number of /dev/shm entries; again at the end.  Then it
 stops the run with SIGINT and checks that it exits and leaves no process behind.
@@ -127,8 +127,8 @@ def soak(which: str, minutes: float, warmup_s: float) -> bool:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=20.0, help="per run (default 20)")
-    parser.add_argument("--warmup-s", type=float, default=60.0,
-                        help="seconds before the first snapshot (default 60)")
+    parser.add_argument("--warmup-s", type=float, default=120.0,
+                        help="seconds before the first snapshot (default 120)")
     parser.add_argument("--which", default="async,sync", help="async, sync or both")
     args = parser.parse_args()
     results = {which: soak(which, args.minutes, args.warmup_s)
