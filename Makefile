@@ -7,7 +7,7 @@ EXTRAS := atari,mujoco,box2d,ray,minatar,docs,dev
 # Two pytest workers match the CI machine's two cores; override with `make test JOBS=1`.
 JOBS ?= 2
 
-.PHONY: demo test lint docs unit learning bench clean
+.PHONY: demo test lint docs unit learning test-paper bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -28,8 +28,13 @@ lint: $(STAMP)
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
+# Tests marked `paper` (a result checked against a published figure at the figure's own
+# budget, minutes of CPU each) are left to `make test-paper` and `make learning`.
 test: lint docs
-	$(BIN)/python -m pytest -n $(JOBS) --dist loadgroup tests
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadgroup -m "not paper" tests
+
+test-paper: $(STAMP)
+	$(BIN)/python -m pytest -n $(JOBS) -m paper tests
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest -n $(JOBS) -m "not learning" tests

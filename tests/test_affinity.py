@@ -21,6 +21,7 @@ from rlpyt.utils.launching.affinity import (
     run_resources,
     single_run_code,
 )
+from rlpyt.utils.launching.affinity_spec import parse_code
 from rlpyt.utils.launching.cpus import (
     LAUNCHER_CPUS_ENV,
     available_cpus,
@@ -71,8 +72,7 @@ def try_encode(kwargs):
 
 def machine_cpus(draw_ids, code):
     """CPU ids for a machine large enough for ``code``: arbitrary, non-contiguous ids."""
-    spec = decode_affinity(code)
-    need = spec["n_cpu_core"] + (spec["hyperthread_offset"] or 0)
+    need = parse_code(code)[1].n_cpu_index  # Sockets may leave gaps in the indices.
     return tuple(sorted(draw_ids))[:need] if len(draw_ids) >= need else None
 
 
@@ -156,7 +156,7 @@ def test_every_slot_layout_keeps_the_invariants(kwargs, ids):
         assert not run_cpus & seen_cpus
         assert run_cpus <= set(cpus)
         seen_cpus |= run_cpus
-        assert len(run_cpus) == n_cpus_per_run
+        assert len(run_cpus) <= n_cpus_per_run  # Less where the layout leaves cores idle.
         gpus = slot_gpus(affinity)
         assert len(gpus) * 1.0 / spec["contexts_per_gpu"] == n_gpus_per_run
         for gpu in gpus:
@@ -170,7 +170,9 @@ def test_every_slot_layout_keeps_the_invariants(kwargs, ids):
         check_parts(affinity, spec, run_cpus)
     # A GPU is shared by at most contexts_per_gpu runs; all GPUs are used.
     assert all(users <= spec["contexts_per_gpu"] for users in gpu_users.values())
-    assert set(gpu_users) == set(range(n_gpu))
+    assert set(gpu_users) <= set(range(n_gpu))
+    if n_gpu and n_gpu % parse_code(code)[1].gpus_per_run == 0:
+        assert set(gpu_users) == set(range(n_gpu))
 
 
 def check_parts(affinity, spec, run_cpus):
@@ -209,10 +211,11 @@ def check_parts(affinity, spec, run_cpus):
     if spec["async_sample"]:
         optim_gpus = {p["cuda_idx"] for k, p in parts if k == "optimizer"}
         sample_gpus = {p["cuda_idx"] for k, p in parts if k == "sampler"} - {None}
-        assert len(sample_gpus) == spec["sample_gpu_per_run"]
-        if spec["optim_sample_share_gpu"]:
-            assert sample_gpus <= optim_gpus
+        if spec["optim_sample_share_gpu"]:  # Every optimizer GPU samples (classic rlpyt).
+            assert sample_gpus == optim_gpus
         else:
+            assert len(sample_gpus) == spec["sample_gpu_per_run"]
+        if not spec["optim_sample_share_gpu"]:
             assert not sample_gpus & optim_gpus
     elif spec["gpu_per_run"] > 1:
         assert isinstance(affinity, list) and len(affinity) == spec["gpu_per_run"]
@@ -225,7 +228,7 @@ def test_single_run_code_has_the_shape_of_one_slot(kwargs):
     code = try_encode(kwargs)
     assume(code is not None)
     spec = decode_affinity(code)
-    n_index = spec["n_cpu_core"] + (spec["hyperthread_offset"] or 0)
+    n_index = parse_code(code)[1].n_cpu_index
     full = affinity_from_code(prepend_run_slot(0, code), range(n_index), spec["n_gpu"])
     one = single_run_code(code)
     assert get_n_run_slots(one) == 1
@@ -241,7 +244,8 @@ def test_single_run_code_has_the_shape_of_one_slot(kwargs):
         ]
 
     assert shape(single) == shape(full)
-    assert sorted(affinity_cpus(single)) == list(range(n_cpus))
+    assert set(affinity_cpus(single)) <= set(range(n_cpus))  # All, unless cores stay idle.
+    assert len(affinity_cpus(single)) == len(affinity_cpus(full))
 
 
 # ---------------------------------------------------------------- concrete layouts
@@ -252,6 +256,7 @@ def test_cpu_layout_with_hyperthreads_and_reserved_master_core():
     cpus = [10, 11, 12, 13, 20, 21, 22, 23]  # e.g. a cgroup: ids need not start at 0
     slot1 = affinity_from_code(prepend_run_slot(1, code), cpus)
     assert slot1 == dict(
+        all_cpus=(12, 13, 22, 23),
         cuda_idx=None,
         master_cpus=(12, 13, 22, 23),
         workers_cpus=((13, 23),),
@@ -342,16 +347,21 @@ def test_make_affinity_checks_this_machine():
         (dict(n_cpu_core=0), r"n_cpu_core=0 is invalid"),
         (dict(n_cpu_core=4, hyperthread_offset=2), r"hyperthread_offset=2 is invalid"),
         (dict(n_cpu_core=6, n_gpu=4), r"n_cpu_core=6 does not divide evenly .* multiple of 4"),
-        (dict(n_cpu_core=6, n_gpu=3, gpu_per_run=2), r"n_gpu=3 is not a multiple"),
+        (dict(n_cpu_core=6, n_gpu=1, gpu_per_run=2), r"n_gpu=1 is fewer than gpu_per_run=2"),
+        (dict(n_cpu_core=4, n_gpu=2, gpu_per_run=3, async_sample=True), r"n_gpu=2 is fewer"),
+        (dict(n_cpu_core=4, n_gpu=2, contexts_per_gpu=2, async_sample=True),
+         r"contexts_per_gpu=2 with async_sample=True"),
         (dict(n_cpu_core=4, cpu_per_run=2, cpu_per_worker=3), r"cpu_per_worker=3 does not fit"),
         (dict(n_cpu_core=4, cpu_per_run=2, cpu_reserved=2), r"cpu_per_worker=1 does not fit"),
         (dict(n_cpu_core=4, gpu_per_run=2, async_sample=True), r"gpu_per_run=2 with n_gpu=0"),
         (dict(n_cpu_core=4, gpu_per_run=3), r"gpu_per_run=3 CPU replicas .* fit: \[\]"),
         (dict(n_cpu_core=4, n_gpu=1, sample_gpu_per_run=1), r"sample_gpu_per_run=1 needs async"),
-        (dict(n_cpu_core=4, n_gpu=2, async_sample=True, optim_sample_share_gpu=True),
-         r"optim_sample_share_gpu=True .* sample_gpu_per_run=0"),
         (dict(n_cpu_core=4, n_gpu=1, cpu_per_run=3), r"cpu_per_run=3 conflicts .* 4 cores"),
-        (dict(n_cpu_core=6, cpu_per_run=2, n_socket=2), r"runs of 2 cores would straddle"),
+        (dict(n_cpu_core=6, cpu_per_run=2, n_socket=2), r"3 runs do not spread evenly"),
+        # Classic rlpyt would give core 2 to the second optimizer and the sampler.
+        (dict(n_cpu_core=4, n_gpu=2, gpu_per_run=2, n_socket=2, async_sample=True),
+         r"would give core 2 to run slot 0's optimizer 1 and run slot 0's sampler 2"),
+        (dict(n_cpu_core=8, n_socket=2, hyperthread_offset=9), r"n_socket=2 must divide hyp"),
         (dict(n_cpu_core=4, n_socket=3), r"n_socket=3 must divide n_cpu_core=4"),
         (dict(n_cpu_core=4, alternating="yes"), r"alternating='yes' is invalid"),
         (dict(n_cpu_core=2.5), r"n_cpu_core=2.5 is invalid: it must be an integer"),
@@ -433,3 +443,154 @@ def test_cpu_replicas_of_a_sync_run():
     first, second = (set(r["master_cpus"]) for r in replicas)
     assert len(first) == len(second) == 1 and not first & second
     assert get_n_run_slots(encode_affinity(n_cpu_core=4, gpu_per_run=2)) == 2
+
+
+# ---------------------------------------------------------------- classic rlpyt's numbers
+# Expected values below were produced by classic rlpyt's own affinity module (run
+# standalone) on the same arguments, and are written out literally: the CPU and GPU
+# ids of every slot are part of the API contract.
+
+
+def layout(code):
+    """Per slot: (all_cpus, [(role, cuda_idx, cpus, workers_cpus)]), on CPU ids 0..n-1."""
+    spec = parse_code(code)[1]
+    slots = []
+    for slot in range(spec.n_run_slots):
+        affinity = affinity_from_code(prepend_run_slot(slot, code), range(64), spec.n_gpu)
+        parts = [(kind, p["cuda_idx"], p.get("cpus", p.get("master_cpus")),
+                  p.get("workers_cpus")) for kind, p in parts_of(affinity)]
+        if isinstance(affinity, list):
+            all_cpus = tuple(c for p in affinity for c in p["all_cpus"])
+        else:
+            all_cpus = affinity["all_cpus"]
+        slots.append((all_cpus, parts))
+    return slots
+
+
+def ht(cores, hto):
+    """Cores followed by their hyperthread siblings (classic rlpyt's CPU order)."""
+    return tuple(cores) + tuple(c + hto for c in cores)
+
+
+def test_two_socket_cpu_layout_skips_the_unused_cores_of_each_socket():
+    # 2 sockets of 10 cores (siblings at +20), 16 cores used: 0-7 and 10-17.
+    code = encode_affinity(n_cpu_core=16, cpu_per_run=4, hyperthread_offset=20, n_socket=2)
+    starts = [0, 4, 10, 14]
+    expected = []
+    for s in starts:
+        cpus = ht(range(s, s + 4), 20)
+        expected.append((cpus, [("sampler", None, cpus,
+                                 tuple((c, c + 20) for c in range(s, s + 4)))]))
+    assert layout(code) == expected
+    assert layout(code)[2][0] == (10, 11, 12, 13, 30, 31, 32, 33)
+
+
+def test_two_socket_gpu_layouts():
+    one = layout(encode_affinity(n_cpu_core=16, n_gpu=4, hyperthread_offset=20, n_socket=2,
+                                 cpu_reserved=1))
+    assert [(parts[0][1], parts[0][2], parts[0][3]) for _, parts in one] == [
+        (gpu, ht(range(s, s + 4), 20), tuple((c, c + 20) for c in range(s + 1, s + 4)))
+        for gpu, s in [(0, 0), (1, 4), (2, 10), (3, 14)]
+    ]
+    multi = layout(encode_affinity(n_cpu_core=16, n_gpu=4, gpu_per_run=2, hyperthread_offset=20,
+                                   n_socket=2))
+    assert [[(p[1], p[2]) for p in parts] for _, parts in multi] == [
+        [(0, ht(range(0, 4), 20)), (1, ht(range(4, 8), 20))],
+        [(2, ht(range(10, 14), 20)), (3, ht(range(14, 18), 20))],
+    ]
+    contexts = layout(encode_affinity(n_cpu_core=16, n_gpu=2, contexts_per_gpu=2,
+                                      hyperthread_offset=20, n_socket=2))
+    assert [(parts[0][1], parts[0][2]) for _, parts in contexts] == [
+        (0, ht(range(0, 4), 20)), (1, ht(range(10, 14), 20)), (0, ht(range(4, 8), 20)),
+        (1, ht(range(14, 18), 20)),
+    ]
+
+
+def test_two_socket_async_layouts():
+    code = encode_affinity(n_cpu_core=16, n_gpu=4, hyperthread_offset=20, n_socket=2,
+                           async_sample=True, sample_gpu_per_run=1)
+    assert layout(code) == [
+        (ht([s], 20) + ht(range(s + 1, s + 8), 20),
+         [("optimizer", 2 * r, ht([s], 20), None),
+          ("sampler", 2 * r + 1, ht(range(s + 1, s + 8), 20),
+           tuple((c, c + 20) for c in range(s + 1, s + 8)))])
+        for r, s in [(0, 0), (1, 10)]
+    ]
+    # One run over both sockets: an optimizer GPU in each, a CPU sampler on the rest.
+    code = encode_affinity(n_cpu_core=16, n_gpu=2, gpu_per_run=2, hyperthread_offset=20,
+                           n_socket=2, async_sample=True)
+    sampler = (2, 3, 4, 5, 6, 7, 8, 12, 13, 14, 15, 16, 17, 18)
+    assert layout(code) == [(
+        (0, 20, 10, 30) + ht(sampler, 20),
+        [("optimizer", 0, (0, 20), None), ("optimizer", 1, (10, 30), None),
+         ("sampler", None, ht(sampler, 20), tuple((c, c + 20) for c in sampler))],
+    )]
+
+
+def test_async_optimizers_sit_together_at_the_start_of_the_run():
+    code = encode_affinity(n_cpu_core=12, n_gpu=4, gpu_per_run=2, async_sample=True)
+    assert layout(code) == [
+        (tuple(range(s, s + 6)),
+         [("optimizer", g, (s,), None), ("optimizer", g + 1, (s + 1,), None),
+          ("sampler", None, tuple(range(s + 2, s + 6)), tuple((c,) for c in range(s + 2, s + 6)))])
+        for g, s in [(0, 0), (2, 6)]
+    ]
+    code = encode_affinity(n_cpu_core=8, n_gpu=4, gpu_per_run=2, sample_gpu_per_run=2,
+                           cpu_reserved=1, async_sample=True)
+    assert layout(code) == [(tuple(range(8)), [
+        ("optimizer", 0, (0,), None), ("optimizer", 1, (1,), None),
+        ("sampler", 2, (2, 3, 4), ((2,), (3,), (4,))),
+        ("sampler", 3, (5, 6, 7), ((5,), (6,), (7,))),
+    ])]
+
+
+def test_wasteful_async_layouts_are_accepted_with_a_warning():
+    with pytest.warns(UserWarning, match="n_gpu=4 is not a multiple of the 3 GPUs"):
+        code = encode_affinity(n_cpu_core=12, n_gpu=4, gpu_per_run=2, sample_gpu_per_run=1,
+                               async_sample=True)
+    with pytest.warns(UserWarning):
+        assert layout(code) == [(tuple(range(12)), [
+            ("optimizer", 0, (0,), None), ("optimizer", 1, (1,), None),
+            ("sampler", 2, tuple(range(2, 12)), tuple((c,) for c in range(2, 12))),
+        ])]
+    with pytest.warns(UserWarning, match="n_cpu_core=9 does not split evenly .* 1 stay unused"):
+        code = encode_affinity(n_cpu_core=9, n_gpu=2, async_sample=True)
+    with pytest.warns(UserWarning):
+        assert layout(code) == [
+            (tuple(range(s, s + 4)), [("optimizer", g, (s,), None),
+                                      ("sampler", None, tuple(range(s + 1, s + 4)),
+                                       tuple((c,) for c in range(s + 1, s + 4)))])
+            for g, s in [(0, 0), (1, 4)]
+        ]
+
+
+def test_sync_multi_gpu_leaving_a_gpu_idle_warns():
+    with pytest.warns(UserWarning, match="n_gpu=3 is not a multiple of gpu_per_run=2"):
+        code = encode_affinity(n_cpu_core=6, n_gpu=3, gpu_per_run=2)
+    with pytest.warns(UserWarning):
+        assert layout(code) == [((0, 1, 2, 3), [("sampler", 0, (0, 1), ((0,), (1,))),
+                                                ("sampler", 1, (2, 3), ((2,), (3,)))])]
+
+
+def test_optimizer_gpus_also_sample_when_they_share():
+    code = encode_affinity(n_cpu_core=8, n_gpu=2, gpu_per_run=2, async_sample=True,
+                           optim_sample_share_gpu=True)
+    assert layout(code) == [(tuple(range(8)), [
+        ("optimizer", 0, (0,), None), ("optimizer", 1, (1,), None),
+        ("sampler", 0, (2, 3, 4), ((2,), (3,), (4,))),
+        ("sampler", 1, (5, 6, 7), ((5,), (6,), (7,))),
+    ])]
+
+
+def test_quick_affinity_code_takes_contexts_per_gpu(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr("rlpyt.utils.launching.affinity.available_cpus", lambda: tuple(range(8)))
+    monkeypatch.setattr("rlpyt.utils.launching.affinity.detect_hyperthread_offset",
+                        lambda cpus: None)
+    code = quick_affinity_code(contexts_per_gpu=2)
+    assert code == "8cpu_2gpu_2cxg"
+    assert get_n_run_slots(code) == 4
+    with pytest.raises(ValueError, match="contexts_per_gpu=0 is invalid"):
+        quick_affinity_code(contexts_per_gpu=0)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from test_async_runs import restore_affinity  # noqa: F401  (a fixture)
 
 from rlpyt.agents.dqn.atari.atari_dqn_agent import AtariDqnAgent
 from rlpyt.agents.dqn.atari.atari_r2d1_agent import AtariR2d1Agent
@@ -70,11 +71,12 @@ def config_for(kind):
 
 
 @pytest.mark.parametrize("kind", ["cpu", "gpu", "r2d1"])
+@pytest.mark.usefixtures("restore_affinity")
 def test_classic_async_script_runs(kind, tmp_path):
     torch.set_num_threads(1)
-    # The classic GPU scripts' layout, on a CPU-only machine: n_gpu=0.
+    # The classic GPU scripts' layout, on a CPU-only machine: n_gpu=0; pinning on, as a
+    # launch script has it (the optimizer pins this process: restore_affinity undoes it).
     code = encode_affinity(n_cpu_core=2, n_gpu=0, cpu_per_run=2, async_sample=True,
-                           sample_gpu_per_run=0, optim_sample_share_gpu=False,
-                           set_affinity=False)
+                           sample_gpu_per_run=0, optim_sample_share_gpu=False)
     summary = build_and_train(f"0slt_{code}", str(tmp_path), 0, config_for(kind))
     assert len(summary["eval_history"]) == 3

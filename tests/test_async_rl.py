@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import csv
 import glob
+import math
 import multiprocessing as mp
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -56,15 +58,74 @@ def test_allowed_updates_hold_the_ratio(replay_ratio, samples_per_update, itr_en
 
 
 @given(max_ahead=st.integers(1, 5), min_itr_learn=st.integers(0, 10),
-       updates_per_itr=st.sampled_from([0.5, 1, 3, 16]), itr=st.integers(0, 200))
+       updates_per_itr=st.sampled_from([0.125, 0.5, 1, 3, 16]), itr=st.integers(0, 200))
 @settings(max_examples=200, deadline=None)
-def test_sampler_never_runs_further_ahead_than_max_ahead(max_ahead, min_itr_learn,
-                                                         updates_per_itr, itr):
+def test_sampler_runs_max_ahead_or_as_far_as_the_next_update_needs(max_ahead, min_itr_learn,
+                                                                   updates_per_itr, itr):
     spec = ThrottleSpec(replay_ratio=updates_per_itr, samples_per_update=8, itr_env_steps=8,
                         min_itr_learn=min_itr_learn, max_ahead=max_ahead)
     for updates in range(0, 100):
         consumed = updates / updates_per_itr
-        assert spec.may_sample(itr, updates) == (itr - min_itr_learn - consumed < max_ahead)
+        next_needs = min_itr_learn + math.ceil((updates + 1) / updates_per_itr)
+        expected = itr - min_itr_learn - consumed < max_ahead or itr < next_needs
+        assert spec.may_sample(itr, updates) == expected
+        if updates_per_itr * max_ahead >= 1:  # The classic bound alone holds the sampler.
+            assert spec.may_sample(itr, updates) == (itr - min_itr_learn - consumed < max_ahead)
+
+
+# Replay ratios as written in configs: fractions of a decimal, thirds, powers of two.
+RATIOS = st.one_of(st.sampled_from([0.1, 0.25, 0.3, 1 / 3, 0.8, 1, 4, 8, 32, 256]),
+                   st.floats(0.001, 512, allow_nan=False, allow_infinity=False))
+
+
+@given(replay_ratio=RATIOS, samples_per_update=st.integers(1, 6000),
+       itr_env_steps=st.integers(1, 1024), min_itr_learn=st.integers(0, 20),
+       max_ahead=st.integers(1, 5), n_itr=st.integers(1, 300), order_seed=st.integers(0, 2 ** 32 - 1))
+@settings(max_examples=300, deadline=None)
+def test_throttle_never_deadlocks(replay_ratio, samples_per_update, itr_env_steps,
+                                  min_itr_learn, max_ahead, n_itr, order_seed):
+    """Sampler, copier (two double-buffer slots) and optimizer driven by the throttle's
+    arithmetic alone, in a random order: whatever the settings, some side can always move
+    until all ``n_itr`` batches are stored and every update they allow is taken."""
+    spec = ThrottleSpec(replay_ratio, samples_per_update, itr_env_steps, min_itr_learn,
+                        max_ahead)
+    schedule = random.Random(order_seed)  # (hypothesis's own randoms are slow here)
+    sampled = appended = updates = 0
+    for _ in range(100 * n_itr + 100):
+        moves = []
+        if sampled < n_itr and sampled - appended < 2 and spec.may_sample(sampled, updates):
+            moves.append("sample")
+        if appended < sampled:
+            moves.append("append")
+        if updates < spec.allowed_updates(appended):
+            moves.append("update")
+        if not moves:
+            break
+        move = schedule.choice(moves)
+        if move == "sample":
+            sampled += 1
+        elif move == "append":
+            appended += 1
+        else:  # The optimizer takes all or some of the updates it is allowed.
+            allowed = spec.allowed_updates(appended)
+            updates = allowed if schedule.random() < 0.5 else schedule.randint(updates + 1,
+                                                                               allowed)
+    assert (sampled, appended) == (n_itr, n_itr), \
+        f"deadlock: {spec.describe(appended, updates)}, {sampled} sampled of {n_itr}"
+    assert updates == spec.allowed_updates(n_itr)
+
+
+def test_fractional_update_credit_accumulates():
+    """The R2D1 settings that deadlocked: 4 * 160 / (64 * 80) = 0.125 updates per batch
+    with max_ahead=2 (floor(2 * 0.125) = 0 updates, so no update ever started)."""
+    spec = ThrottleSpec(replay_ratio=4, samples_per_update=64 * 80, itr_env_steps=40 * 4,
+                        min_itr_learn=5, max_ahead=2)
+    assert spec.updates_per_itr == 0.125
+    assert [spec.allowed_updates(5 + n) for n in (0, 7, 8, 15, 16, 800)] == [0, 0, 1, 1, 2, 100]
+    assert spec.may_sample(5 + 7, updates=0) and not spec.may_sample(5 + 8, updates=0)
+    # Decimal ratios are read as written: 10 batches at 0.3 updates each allow 3.
+    assert ThrottleSpec(0.3, 1, 1).allowed_updates(10) == 3
+    assert ThrottleSpec(0.3, 1, 1).allowed_updates(9) == 2
 
 
 def test_throttle_rejects_bad_values():

@@ -356,7 +356,7 @@ def test_burn_in_gets_no_gradient():
 # ---- input priorities ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("mid_batch_reset", [True, False])
-@pytest.mark.parametrize("warmup_T, interval", [(3, 2), (4, 4), (0, 3)])
+@pytest.mark.parametrize("warmup_T, interval", [(3, 2), (4, 4), (0, 3), (6, 5)])
 def test_input_priorities_match_loop(mid_batch_reset, warmup_T, interval):
     T, B = 12, 3
     algo, _ = make_algo(T=T, B=B, mid_batch_reset=mid_batch_reset, warmup_T=warmup_T,
@@ -383,15 +383,15 @@ def test_input_priorities_match_loop(mid_batch_reset, warmup_T, interval):
         return eta * max(values) + (1 - eta) * sum(values) / len(values) if values else 0.0
 
     shift = warmup_T // interval
-    assert result.shape == (T // interval, B)
+    assert result.shape == (T, B)  # One per step: the replay picks the row starts.
     for b in range(B):
         whole = priority([td[t, b] for t in range(T - n) if valid[t, b]])
-        for r in range(T // interval):
-            first = r * interval + warmup_T - shift * interval
+        for start in range(T):
+            first = start + warmup_T - shift * interval
             window = [td[t, b] for t in range(first, first + algo.batch_T)
                       if 0 <= t < T - n and valid[t, b]]
-            assert result[r, b] == pytest.approx(priority(window) if window else whole,
-                                                 rel=1e-5)
+            assert result[start, b] == pytest.approx(priority(window) if window else whole,
+                                                     rel=1e-5)
 
 
 # ---- replay extras ------------------------------------------------------------------------
@@ -424,12 +424,104 @@ def test_bad_settings_raise_clear_errors():
         R2D1(warmup_T=-1)
     with pytest.raises(ValueError, match="pri_eta=1.5"):
         R2D1(pri_eta=1.5)
-    with pytest.raises(ValueError, match="batch_T=7 must be a multiple"):
-        make_algo(T=7, B=2, store_rnn_state_interval=2)
     feed_forward_info = namedtuple("AgentInfo", ["q"])(q=np.zeros(N_ACTIONS, np.float32))
     with pytest.raises(TypeError, match="prev_rnn_state"):
         R2D1().initialize(small_agent(), 1, BatchSpec(80, 2), True,
                           dict(examples(), agent_info=feed_forward_info))
+
+
+# ---- sampler batches that do not line up with the stored-state interval ----------------------
+
+def reference_states(model, buf, B):
+    """Per env, the recurrent state before each stored step, by a plain loop over the
+    replay's steps with the model (zero at the first step and at episode starts, where
+    the agent also saw the null action and zero reward)."""
+    s, count = buf.samples, buf.count
+    assert count <= buf.T, "the reference reads the whole history from the ring"
+    states = np.zeros((count, B, 2, 1, LSTM), np.float32)
+    for b in range(B):
+        state = (torch.zeros(1, LSTM), torch.zeros(1, LSTM))
+        for t in range(count):
+            start = t == 0 or bool(s.done[t - 1, b])
+            if start:
+                state = (torch.zeros(1, LSTM), torch.zeros(1, LSTM))
+            states[t, b, 0], states[t, b, 1] = state[0].numpy(), state[1].numpy()
+            prev_action = 0 if start else int(s.action[t - 1, b])
+            prev_reward = 0.0 if start else float(s.reward[t - 1, b])
+            with torch.no_grad():
+                _, state = step_model(model, torch.as_tensor(s.observation[t, b]),
+                                      prev_action, prev_reward, state)
+    return states
+
+
+@pytest.mark.parametrize("sampler_T, prioritized", [(30, True), (40, True), (50, True),
+                                                     (30, False)])
+def test_any_sampler_batch_T_with_a_state_interval_of_40(sampler_T, prioritized, run_dir):
+    """Sampler batches of 30, 40 or 50 steps with states stored every 40: the replay holds
+    the appended stream, sequences start only every 40 steps, and the state stored there
+    is the one the agent had at that step."""
+    B, interval = 2, 40
+    n_itr = 360 // sampler_T
+    sampler = SerialSampler(EnvCls=make_masked_cartpole, env_kwargs={}, batch_T=sampler_T,
+                            batch_B=B, max_decorrelation_steps=0)
+    # Updates sample the replay during the run; learning_rate=0 keeps the sampling model.
+    algo = R2D1(batch_T=8, batch_B=6, warmup_T=40, store_rnn_state_interval=interval,
+                n_step_return=2, min_steps_learn=400, replay_size=400 * B, learning_rate=0.0,
+                prioritized_replay=prioritized)
+    agent = R2d1Agent(model_kwargs=dict(hidden_sizes=(8,), lstm_size=LSTM, head_sizes=(8,)))
+    runner = MinibatchRl(algo=algo, agent=agent, sampler=sampler, seed=1,
+                         n_steps=n_itr * sampler_T * B, log_interval_steps=10**9)
+    with logger_context(str(run_dir), 0, "r2d1_batch_T", override_prefix=True):
+        runner.train()
+    buf = algo.replay_buffer
+    assert buf.count == n_itr * sampler_T and buf.rows_begun() == math.ceil(buf.count / 40)
+    assert algo.update_counter > 0
+    states = reference_states(agent.model, buf, B)
+    # Every row begun holds the state at its start step; every valid row extracts it.
+    for u in range(buf.rows_begun()):
+        stored = buf.samples_prev_rnn_state[u]
+        assert np.allclose(stored.h, states[u * interval, :, 0], atol=1e-6)
+        assert np.allclose(stored.c, states[u * interval, :, 1], atol=1e-6)
+    low, high = buf.valid_row_range()
+    length = algo.warmup_T + algo.batch_T + algo.n_step_return
+    assert (high - 1) * interval + length <= buf.count < high * interval + length
+    # Sampled starts are on the 40-step grid, with the agent's state there.
+    np.random.seed(0)
+    batch = buf.sample_batch(32)
+    if prioritized:
+        rows, envs, _ = buf._sampled
+        starts = rows * interval
+        assert buf.priority_tree.count == buf.rows_begun()
+        valid = buf.priority_tree.leaf_values() > 0
+        assert valid.sum() == (high - low) * B and valid[low:high].all()
+    else:
+        np.random.seed(0)
+        starts, envs = buf.sample_idxs(32)
+    assert np.all(starts % interval == 0)
+    assert np.all((starts // interval >= low) & (starts // interval < high))
+    for i, (t0, b) in enumerate(zip(starts, envs)):
+        assert np.allclose(batch.init_rnn_state.h[i].numpy(), states[t0, b, 0], atol=1e-6)
+        assert np.allclose(batch.all_observation[:, i].numpy(),
+                           buf.samples.observation[t0:t0 + length, b])
+
+
+def test_r2d1_trains_with_sampler_batch_T_30_and_state_interval_40(run_dir):
+    """The classic ``r2d1_gpu_basic`` shape (sampler batch_T=30, states every 40), short."""
+    torch.manual_seed(0)
+    sampler = SerialSampler(EnvCls=make_masked_cartpole, env_kwargs={}, batch_T=30, batch_B=4,
+                            max_decorrelation_steps=0)
+    algo = R2D1(batch_T=20, batch_B=8, warmup_T=20, store_rnn_state_interval=40,
+                n_step_return=3, min_steps_learn=600, replay_size=4000, replay_ratio=2,
+                target_update_interval=20)
+    agent = R2d1Agent(model_kwargs=dict(hidden_sizes=(16,), lstm_size=16, head_sizes=(16,)))
+    runner = MinibatchRl(algo=algo, agent=agent, sampler=sampler, n_steps=3000, seed=0,
+                         log_interval_steps=1500)
+    with logger_context(str(run_dir), 0, "r2d1_30_40", override_prefix=True):
+        runner.train()
+    # 3000 steps, learning from step 600: 2 * 2400 / 160 = 30 updates.
+    assert algo.update_counter >= 25
+    assert algo.replay_buffer.count == 750 and algo.replay_buffer.rows_begun() == 19
+    assert all(torch.isfinite(p).all() for p in agent.model.parameters())
 
 
 # ---- optimisation bookkeeping -------------------------------------------------------------

@@ -93,3 +93,56 @@ def test_loading_into_a_buffer_of_another_size_names_the_mismatch():
     other = BUFFERS["uniform"][0](stream.example(), 40, 2)
     with pytest.raises(ValueError, match="was replay_size, batch_B or the env changed"):
         other.load_state(f)
+
+
+@pytest.mark.parametrize("prioritized", [True, False])
+def test_sequence_buffer_resumes_mid_row(prioritized):
+    """Appends that end between stored RNN states (sampler batch_T 3, state interval 4):
+    a buffer saved there and loaded continues exactly as the original (rows, states,
+    priorities, the sum tree's cursor and window)."""
+    from rlpyt.replays.base import PrioritiesSamplesToBuffer
+    from rlpyt.replays.sequence.prioritized import PrioritizedSequenceReplayBuffer
+    from rlpyt.replays.sequence.uniform import UniformSequenceReplayBuffer
+
+    B, rng = 2, np.random.default_rng(0)
+    stream = Stream(B, seed=3, rnn=True)
+    kwargs = dict(discount=0.9, n_step_return=2, batch_T=3, rnn_state_interval=4, warmup_T=2)
+    if prioritized:
+        kwargs.update(input_priorities=True, input_priority_shift=1)
+    cls = PrioritizedSequenceReplayBuffer if prioritized else UniformSequenceReplayBuffer
+
+    def make():
+        return cls(stream.example(), 40 * B, B, **kwargs)
+
+    def batch(T_new):
+        samples = stream.batch(T_new)
+        if prioritized:
+            return PrioritiesSamplesToBuffer(priorities=rng.random((T_new, B)) + 0.1,
+                                             samples=samples)
+        return samples
+
+    buf = make()
+    for T_new in (3, 3, 3, 3, 3, 3, 3):  # 21 steps: the last row (20) begun mid-batch
+        buf.append_samples(batch(T_new))
+    f = io.BytesIO()
+    buf.save_state(f)
+    f.seek(0)
+    loaded = make()
+    loaded.load_state(f)
+    for T_new in (3, 3, 5, 3, 3, 3, 3, 3, 3, 3, 3):  # wraps the 40-step ring
+        new = batch(T_new)
+        buf.append_samples(new)
+        loaded.append_samples(new)
+        before, after = arrays_of(buf), arrays_of(loaded)
+        for path in before[0]:
+            assert np.array_equal(before[0][path], after[0][path]), path
+        assert loaded.valid_row_range() == buf.valid_row_range()
+        np.random.seed(T_new)
+        expected = buf.sample_batch(4)
+        np.random.seed(T_new)
+        got = loaded.sample_batch(4)
+        for a, b in zip(expected, got):
+            assert all(np.array_equal(x, y) for x, y in zip(_leaves(a), _leaves(b)))
+        if prioritized:
+            buf.update_batch_priorities(np.arange(1.0, 5.0))
+            loaded.update_batch_priorities(np.arange(1.0, 5.0))

@@ -60,10 +60,11 @@ def setups(draw):
     length = warmup_T + batch_T + n
     min_rows = math.ceil(length / interval) + math.ceil(reads_before(stream_kwargs) / interval)
     rows = draw(st.integers(min_rows, min_rows + 4))
-    appends = draw(st.lists(st.integers(1, rows), min_size=1, max_size=6))
+    # Appends of any length: the row grid need not line up with the batches.
+    appends = draw(st.lists(st.integers(1, rows * interval), min_size=1, max_size=8))
     return dict(
         name=name, stream_kwargs=stream_kwargs, B=draw(st.integers(1, 3)), rsi=rsi, interval=interval, batch_T=batch_T,
-        warmup_T=warmup_T, n=n, T=rows * interval, appends=[a * interval for a in appends],
+        warmup_T=warmup_T, n=n, T=rows * interval, appends=appends,
         discount=draw(st.sampled_from([1.0, 0.8])), seed=draw(st.integers(0, 2**16)),
     )
 
@@ -76,7 +77,15 @@ def check_against_reference(buf, stream, setup, before):
     valid = [p for p in retained_steps(count, buf.T, before, length - 1) if p % interval == 0]
     low, high = buf.valid_row_range()
     assert [u * interval for u in range(low, high)] == valid
+    assert buf.rows_begun() == math.ceil(count / interval)
+    if setup["rsi"] > 0:  # The state of every row begun and not overwritten is stored.
+        for u in range(max(0, buf.rows_begun() - buf.n_rows), buf.rows_begun()):
+            for b in range(B):
+                stored = buf.samples_prev_rnn_state[u % buf.n_rows, b]
+                assert np.array_equal(stored.h, h["h"][u * interval, b])
+                assert np.array_equal(stored.c, h["c"][u * interval, b])
     if hasattr(buf, "priority_tree"):
+        assert buf.priority_tree.count == buf.rows_begun()
         expected = np.zeros((buf.n_rows, B), dtype=bool)
         expected[(np.array(valid, dtype=np.int64) // interval) % buf.n_rows] = True
         assert np.array_equal(buf.priority_tree.leaf_values() > 0, expected)
@@ -179,8 +188,37 @@ def test_errors_name_the_argument():
     with pytest.raises(TypeError, match="rnn_state_interval"):
         UniformSequenceReplayBuffer(example, 48, 2, batch_T=4)
     buf = UniformSequenceReplayBuffer(example, 48, 2, batch_T=4, rnn_state_interval=2)
-    with pytest.raises(ValueError, match="T=3 must be a multiple"):
-        buf.append_samples(stream.batch(3))
+    buf.append_samples(stream.batch(3))  # Any T: the row grid need not match the batches.
     buf.append_samples(stream.batch(12))
     with pytest.raises(ValueError, match="start at multiples"):
         buf.extract_batch([1], [0])
+    prioritized, stream = sequence_buffer(input_priorities=True)
+    with pytest.raises(ValueError, match=r"do not fit \[2, 2\] .* or \[3, 2\]"):
+        prioritized.append_samples(PrioritiesSamplesToBuffer(priorities=np.ones((4, 2)),
+                                                             samples=stream.batch(3)))
+
+
+@pytest.mark.parametrize("interval, appends", [(4, [3, 3, 3, 5, 6, 2, 9]), (3, [1, 7, 2, 4])])
+def test_per_step_input_priorities_go_to_the_row_starts_among_the_steps(interval, appends):
+    """Priorities given for every step are applied to the steps on the row grid, shifted."""
+    shift, B = 1, 2
+    buf, stream = sequence_buffer(alpha=1.0, input_priorities=True, input_priority_shift=shift,
+                                  rnn_state_interval=interval, T=12 * interval, batch_T=2,
+                                  warmup_T=interval, n_step_return=1)
+    given = {}  # global step -> per-env priority given with it
+    count = 0
+    for T_new in appends:
+        steps = np.arange(count, count + T_new)
+        values = 10.0 * steps[:, None] + np.arange(B) + 1  # [T_new, B], distinct per step
+        given.update(zip(steps.tolist(), values))
+        buf.append_samples(PrioritiesSamplesToBuffer(priorities=values,
+                                                     samples=stream.batch(T_new)))
+        count += T_new
+        for u in range(buf.rows_begun()):
+            # Row u takes the priority given at the start step of row u + shift, once that
+            # step has arrived; before that, the max priority seen when row u began.
+            source = (u + shift) * interval
+            stored = buf.priority_tree.priorities[u % buf.n_rows]
+            if source < count:
+                assert np.array_equal(stored, given[source]), (u, count)
+        assert buf.priority_tree.count == buf.rows_begun()

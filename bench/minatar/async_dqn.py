@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 
 from common import main_guard, parse_args, sweep
-from dqn import make_runner
+from dqn import add_args, make_runner
 
 main_guard()
 
@@ -26,6 +26,6 @@ from rlpyt.runners.async_rl import AsyncRl  # noqa: E402
 from rlpyt.samplers.async_.serial_sampler import AsyncSerialSampler  # noqa: E402
 
 if __name__ == "__main__":
-    sweep(parse_args("async_dqn", __doc__.splitlines()[0]),
+    sweep(parse_args("async_dqn", __doc__.splitlines()[0], add_args=add_args),
           functools.partial(make_runner, RunnerCls=AsyncRl, SamplerCls=AsyncSerialSampler,
                             batch_T=16))

@@ -6,9 +6,15 @@ algorithm on every chosen game and seed, one run after another, and writes each 
 ``<results-dir>/<algo>/<Game>/run_<seed>/``.  The measure is the paper's: the return
 of training episodes (``ReturnAverage``: mean over the latest ``--traj-window``
 finished episodes), logged every ``--log-interval`` env steps (1 env step = 1 frame:
-MinAtar has no frame skip).  A run whose ``progress.csv`` already reaches the budget is
-skipped, so an interrupted sweep resumes where it stopped.  ``report.py`` makes the
-table and the curves.
+MinAtar has no frame skip).
+
+Stopping and resuming: every run writes a whole-run checkpoint (agent, optimizer,
+replay, envs, random streams) every ``--checkpoint-interval`` frames into
+``run_<seed>/checkpoints/``.  Started again with the same arguments, a sweep skips the
+runs whose ``progress.csv`` reaches the budget and continues an unfinished run from
+its latest checkpoint, bit for bit as if it had not stopped (not from zero).  A larger
+``--n-steps`` extends finished runs the same way (e.g. 1M-frame runs taken on to 5M).
+``report.py`` makes the table and the curves.
 """
 
 from __future__ import annotations
@@ -26,16 +32,25 @@ GAMES = ["Asterix", "Breakout", "Freeway", "Seaquest", "SpaceInvaders"]
 DEFAULT_RESULTS = Path(__file__).resolve().parents[1] / "results" / "minatar"
 
 
-def parse_args(algo: str, description: str, argv: list[str] | None = None) -> argparse.Namespace:
+def parse_args(algo: str, description: str, argv: list[str] | None = None,
+               add_args: Callable[[argparse.ArgumentParser], None] | None = None
+               ) -> argparse.Namespace:
+    """The shared command line; ``add_args`` adds a script's own options."""
     p = argparse.ArgumentParser(description=description)
+    if add_args is not None:
+        add_args(p)
     p.add_argument("--games", nargs="+", default=GAMES, choices=GAMES, metavar="GAME",
                    help=f"games to run (default all: {' '.join(GAMES)})")
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2],
                    help="run seeds (default 0 1 2)")
     p.add_argument("--n-steps", type=float, default=5e6,
                    help="env steps (= frames) per run (default 5e6, the paper's budget)")
-    p.add_argument("--log-interval", type=float, default=None,
-                   help="env steps between progress rows (default n_steps / 50)")
+    p.add_argument("--log-interval", type=float, default=25_000,
+                   help="env steps between progress rows (default 25k; keep it fixed across "
+                        "resumes that change --n-steps)")
+    p.add_argument("--checkpoint-interval", type=float, default=50_000,
+                   help="env steps between whole-run checkpoints, the most a stopped run "
+                        "loses (default 50k; 0: none, a stopped run starts over)")
     p.add_argument("--traj-window", type=int, default=100,
                    help="finished episodes averaged in ReturnAverage (default 100)")
     p.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS,
@@ -46,7 +61,11 @@ def parse_args(algo: str, description: str, argv: list[str] | None = None) -> ar
     if args.n_steps <= 0:
         p.error(f"--n-steps must be positive, got {args.n_steps}")
     args.n_steps = int(args.n_steps)
-    args.log_interval = int(args.log_interval or max(1, args.n_steps // 50))
+    if args.log_interval <= 0 or args.checkpoint_interval < 0:
+        p.error(f"--log-interval must be positive and --checkpoint-interval >= 0, got "
+                f"{args.log_interval} and {args.checkpoint_interval}")
+    args.log_interval = int(args.log_interval)
+    args.checkpoint_interval = int(args.checkpoint_interval)
     return args
 
 
@@ -83,10 +102,11 @@ def sweep(args: argparse.Namespace, make_runner: Callable[[str, int, argparse.Na
             runner = make_runner(game, seed, args)
             log_file = path.parent / f"run_{seed}.log"
             path.parent.mkdir(parents=True, exist_ok=True)
-            with open(log_file, "w") as log, contextlib.redirect_stdout(log), logger_context(
+            # resume=True: continue from the run's latest checkpoint; none yet: start fresh.
+            with open(log_file, "a") as log, contextlib.redirect_stdout(log), logger_context(
                     str(path.parent), seed, f"{args.algo}_{game}",
                     log_params=dict(algo=args.algo, game=game, seed=seed, n_steps=args.n_steps),
-                    override_prefix=True):
+                    override_prefix=True, resume=True):
                 runner.train()
             minutes = (time.time() - start) / 60
             print(f"{args.algo} {game} seed {seed}: {args.n_steps} steps in {minutes:.1f} min "

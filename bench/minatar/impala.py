@@ -38,6 +38,7 @@ def make_runner(game: str, seed: int, args: argparse.Namespace) -> AsyncRl:
     return AsyncRl(algo=Impala(**ALGO_KWARGS), agent=MinAtarPgAgent(), sampler=sampler,
                    n_steps=args.n_steps, seed=seed, log_interval_steps=args.log_interval,
                    log_traj_window=args.traj_window,
+                   checkpoint_interval_steps=args.checkpoint_interval,
                    affinity=dict(workers_cpus=[0], set_affinity=False))
 
 

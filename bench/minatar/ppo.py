@@ -37,7 +37,8 @@ def make_runner(game: str, seed: int, args: argparse.Namespace) -> MinibatchRl:
                             batch_B=16, max_decorrelation_steps=0)
     return MinibatchRl(algo=PPO(**ALGO_KWARGS), agent=MinAtarPgAgent(), sampler=sampler,
                        n_steps=args.n_steps, seed=seed, log_interval_steps=args.log_interval,
-                       log_traj_window=args.traj_window)
+                       log_traj_window=args.traj_window,
+                       checkpoint_interval_steps=args.checkpoint_interval)
 
 
 if __name__ == "__main__":

@@ -12,10 +12,17 @@ For each algorithm and game, across seeds (mean +- standard deviation):
 * a uniformly random policy's mean return (``--random-episodes`` episodes, seed 0) for
   scale.
 
+Against the paper (``paper.py``: Young & Tian 2019, Figure 2, read from the figure):
+for each game, our return at 0.25M, 0.5M, 1M, 2M and 5M frames (mean and standard
+error over seeds) beside the paper's value and its reading error, with a verdict per
+cell; DQN against the paper's DQN, and PPO and IMPALA beside the paper's AC(0.8) for
+scale only (a different algorithm).
+
 Pictures: ``<out-dir>/minatar_<algo>.png`` (a panel per game, the mean curve across
-seeds with a min-max band) and ``<out-dir>/minatar_all.png`` (every algorithm on one
+seeds with a min-max band), ``<out-dir>/minatar_all.png`` (every algorithm on one
 panel per game, the first ``--at`` frames on a log axis so short and long budgets
-show side by side).
+show side by side, the paper's DQN and AC(0.8) dashed) and
+``<out-dir>/minatar_dqn_vs_paper_<Game>.png`` (ours and the paper's DQN, one per game).
 
     python bench/minatar/report.py                       # all algorithms found
     python bench/minatar/report.py --out-dir docs/img    # the committed pictures
@@ -29,6 +36,7 @@ import statistics
 from pathlib import Path
 
 from common import DEFAULT_RESULTS, GAMES, main_guard
+from paper import ALGORITHM_LABELS, COMPARE_AT, mean_sem, paper_curve, paper_point, verdict
 
 main_guard()
 
@@ -121,6 +129,72 @@ def table(results: Path, algos: list[str], random_episodes: int, at: float) -> s
     return "\n".join(lines)
 
 
+PAPER_PEER = {"dqn": "dqn", "async_dqn": "dqn", "ppo": "ac_lambda_0.8",
+              "impala": "ac_lambda_0.8"}
+
+
+def paper_table(results: Path, algo: str) -> str:
+    """Our returns at ``COMPARE_AT`` frames beside the paper's curve, with verdicts."""
+    peer = PAPER_PEER.get(algo)
+    if peer is None:
+        return ""
+    lines = [f"| game | frames | {label(algo)} (mean +- s.e., seeds) | "
+             f"{ALGORITHM_LABELS[peer]} +- reading error | verdict |",
+             "|---|---:|---|---|---|"]
+    for game in GAMES:
+        runs = runs_of(results, algo, game)
+        for frames in COMPARE_AT:
+            values = [r for r in (return_at(run, frames) for run in runs) if r is not None]
+            point = paper_point(game, frames, peer)
+            if not values or point is None:
+                continue
+            mean, sem = mean_sem(values)
+            result = verdict(values, point) if peer == "dqn" else "(other algorithm)"
+            lines.append(f"| {game} | {frames / 1e6:g}M | {mean:.2f} +- {sem:.2f} "
+                         f"({len(values)}) | {point.value:.2f} +- {point.reading_err:.2f} | "
+                         f"{result} |")
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
+def plot_paper_curve(ax, game: str, algorithm: str, **style) -> None:
+    points = [p for p in paper_curve(game, algorithm) if p.comparable]
+    ax.errorbar([p.frames for p in points], [p.value for p in points],
+                yerr=[p.reading_err for p in points], label=ALGORITHM_LABELS[algorithm],
+                capsize=2, **style)
+
+
+def plot_vs_paper(results: Path, algo: str, game: str, out: Path) -> Path | None:
+    """Our mean curve (s.e. band, and each seed thin) with the paper's DQN drawn over it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = runs_of(results, algo, game)
+    if not runs:
+        return None
+    curves = [load_curve(str(r), "ReturnAverage")[:2] for r in runs]
+    fig, ax = plt.subplots(figsize=(5.2, 3.6))
+    for xs, ys in curves:
+        ax.plot(xs, ys, color="tab:blue", alpha=0.25, linewidth=0.8)
+    grid, mean, low, high = aggregate(curves, "sem")
+    seeds = f"{len(runs)} seed{'s' * (len(runs) > 1)}"
+    ax.plot(grid, mean, color="tab:blue", label=f"rlpyt {label(algo)} ({seeds})")
+    ax.fill_between(grid, low, high, color="tab:blue", alpha=0.25)
+    plot_paper_curve(ax, game, PAPER_PEER[algo], color="black", linestyle="--", marker=".")
+    ax.set_title(f"MinAtar {game}: {label(algo)} against the paper")
+    ax.set_xlabel("frames")
+    ax.set_ylabel("return, latest 100 training episodes")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"minatar_{algo}_vs_paper_{game}.png"
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
 def plot(results: Path, algo: str, out: Path) -> Path | None:
     import matplotlib
 
@@ -169,6 +243,8 @@ def plot_all(results: Path, algos: list[str], out: Path) -> Path:
             color = COLORS.get(algo)
             ax.plot(grid, mean, label=f"{label(algo)} ({len(runs)})", color=color)
             ax.fill_between(grid, low, high, alpha=0.2, color=color)
+        for algorithm, color in (("dqn", "tab:blue"), ("ac_lambda_0.8", "tab:orange")):
+            plot_paper_curve(ax, game, algorithm, color=color, linestyle="--", alpha=0.6)
         ax.set_xscale("log")
         ax.xaxis.set_major_locator(LogLocator(base=10))
         ax.xaxis.set_minor_formatter(NullFormatter())
@@ -181,7 +257,8 @@ def plot_all(results: Path, algos: list[str], out: Path) -> Path:
         handles.update(zip(*ax.get_legend_handles_labels()[::-1]))
     axes[0][-1].legend(handles.values(), handles.keys(), title="algorithm (seeds)",
                        fontsize=8)
-    fig.suptitle("rlpyt on MinAtar: mean and min-max over seeds")
+    fig.suptitle("rlpyt on MinAtar: mean and min-max over seeds; dashed: the paper's "
+                 "curves (Young & Tian 2019, Fig. 2)")
     fig.tight_layout()
     out.mkdir(parents=True, exist_ok=True)
     path = out / "minatar_all.png"
@@ -211,7 +288,16 @@ def main() -> None:
         if path is not None:
             print(f"{label(algo)}: curves written to {path}")
     print(f"all: curves written to {plot_all(args.results_dir, algos, out)}")
+    for algo in ("dqn",):
+        for game in GAMES if algo in algos else ():
+            path = plot_vs_paper(args.results_dir, algo, game, out)
+            if path is not None:
+                print(f"{label(algo)} {game}: against the paper in {path}")
     print(table(args.results_dir, algos, args.random_episodes, args.at))
+    for algo in algos:
+        text = paper_table(args.results_dir, algo)
+        if text:
+            print(f"\n{label(algo)} against the paper:\n{text}")
 
 
 if __name__ == "__main__":

@@ -110,6 +110,12 @@ class BaseAgent(KeywordCheckedInit):
     def reset_one(self, idx):
         """Called when env ``idx`` resets; recurrent agents clear its state."""
 
+    def act_on_envs(self, envs: slice | None) -> None:
+        """The next ``step`` calls act on envs ``envs`` of the agent's ``[B]`` batch only
+        (the alternating samplers step each half of their envs in turn); None: on all
+        of them.  Agents with per-env settings (per-env epsilons) take that slice of
+        them; others have nothing to do."""
+
     # ---- devices and parallelism ---------------------------------------------------
     def to_device(self, cuda_idx=None):
         """Move the model to GPU ``cuda_idx`` (None: stay on CPU).

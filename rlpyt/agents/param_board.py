@@ -48,6 +48,13 @@ class ParameterBoard:
         """Number of completed ``publish`` calls."""
         return int(self._seq[0]) // 2
 
+    def restart_at(self, version: int) -> None:
+        """Number the current contents ``version`` (a resumed run's versions go on);
+        call it before any reader starts."""
+        if int(version) != version or version < 0:
+            raise ValueError(f"version={version!r} must be an integer >= 0")
+        self._seq[0] = 2 * int(version)
+
     def publish(self, module: torch.nn.Module) -> int:
         """Copy ``module``'s state onto the board (single writer); returns the new version."""
         state = strip_ddp_state_dict(module.state_dict())

@@ -39,7 +39,7 @@ ASYNC_RUNNER = "rlpyt.runners.async_rl:AsyncRlEval"
 RUNNER_KEYWORDS = {"n_steps", "log_interval_steps", "log_traj_window",
                    "checkpoint_interval_steps", "checkpoint_replay", "max_abs_value",
                    "divergence"}
-ASYNC_RUNNER_KEYWORDS = RUNNER_KEYWORDS | {"max_ahead"}
+ASYNC_RUNNER_KEYWORDS = RUNNER_KEYWORDS | {"max_ahead", "progress_timeout"}
 
 
 def _positive(kind):

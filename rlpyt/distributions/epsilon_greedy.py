@@ -33,6 +33,7 @@ class EpsilonGreedy(DiscreteMixin, Distribution):
     ):
         super().__init__(dim, dtype=dtype, onehot_dtype=onehot_dtype)
         self._categorical = Categorical(dim, dtype=dtype, onehot_dtype=onehot_dtype)
+        self._env_slice = None  # Envs of a per-env epsilon the next samples act on.
         self.set_epsilon(epsilon)
 
     def set_epsilon(self, epsilon: float | torch.Tensor) -> None:
@@ -44,6 +45,14 @@ class EpsilonGreedy(DiscreteMixin, Distribution):
             )
         self._epsilon = eps
         self._epsilon_device = eps  # epsilon on the device of the last sample
+
+    def select_envs(self, envs: slice | None) -> None:
+        """Act on envs ``envs`` of a per-environment epsilon's ``[B]`` only (a sampler
+        stepping part of its envs at a time); None: all of them.  A scalar epsilon is
+        unaffected."""
+        if envs is not None and not isinstance(envs, slice):
+            raise TypeError(f"envs={envs!r} must be a slice of env indices or None")
+        self._env_slice = envs
 
     @property
     def epsilon(self) -> torch.Tensor:
@@ -57,6 +66,9 @@ class EpsilonGreedy(DiscreteMixin, Distribution):
         eps = self._epsilon_device
         if eps.device != device:  # Copied once per device change, not every step.
             eps = self._epsilon_device = self._epsilon.to(device)
+        envs = getattr(self, "_env_slice", None)
+        if envs is not None and eps.dim() == 1:
+            eps = eps[envs]
         if eps.dim() == 1 and (len(lead_shape) == 0 or lead_shape[-1] != eps.shape[0]):
             raise ValueError(
                 f"per-environment epsilon of shape {list(eps.shape)} does not match the last "

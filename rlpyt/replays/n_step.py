@@ -75,7 +75,7 @@ class BaseNStepReturnBuffer(BaseReplayBuffer):
             self.samples_done_n = self.samples.done
         self._count = np_mp_array(1, np.int64) if self.async_ else np.zeros(1, np.int64)
         # Fixed once the subclasses' attributes are set: read on every sample.
-        self._rows_layout = (self.n_rows, self.off_forward_rows, self.off_backward_rows)
+        self._rows_layout = (self.row_interval, self.off_forward, self.off_backward)
 
     # ----- layout: which fields are stored, and which rows may be sampled -----
 
@@ -148,12 +148,25 @@ class BaseNStepReturnBuffer(BaseReplayBuffer):
         """``[low, high)`` of the rows that may be sampled now, counted without wrap.
 
         Ring row of an unwrapped row ``u`` is ``u % n_rows``; it starts at step
-        ``(u % n_rows) * row_interval``.
+        ``(u % n_rows) * row_interval``.  Row ``u`` is valid while every step it reads,
+        ``u * row_interval - off_forward`` through ``u * row_interval + off_backward``,
+        is stored; appended batches need not end on a row boundary.
         """
-        n_rows, off_forward_rows, off_backward_rows = self._rows_layout
-        current = int(self._count[0]) // self.row_interval
-        low = max(0, current - n_rows + off_forward_rows)
-        return low, current - off_backward_rows
+        interval, off_forward, off_backward = self._rows_layout
+        count = int(self._count[0])
+        low = max(0, -((self.T - count - off_forward) // interval))  # ceil division
+        return low, (count - off_backward - 1) // interval + 1
+
+    def rows_begun(self, count: int | None = None) -> int:
+        """Rows whose first step has been appended (after ``count`` steps; default now)."""
+        count = self.count if count is None else count
+        return -(-count // self.row_interval)
+
+    def row_start_steps(self, count: int, T_new: int) -> np.ndarray:
+        """Indexes into a batch of ``T_new`` steps appended after ``count`` steps of the
+        steps that start rows (multiples of ``row_interval`` counted from the first)."""
+        interval = self.row_interval
+        return np.arange((-count) % interval, T_new, interval)
 
     # ----- writing -----
 

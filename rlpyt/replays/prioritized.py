@@ -26,8 +26,9 @@ class PrioritizedReplay:
             means 1.  Default ``1``.
         input_priorities: appended batches come as
             ``PrioritiesSamplesToBuffer(priorities, samples)`` with priorities for
-            the new rows (``[rows, B]``, ``[B]`` or scalar); otherwise plain samples
-            and new rows get the running max priority.  Default ``False``.
+            the new rows (``[rows, B]``), for every step of the batch (``[T, B]``, of
+            which the row starts' are used), ``[B]`` or a scalar; otherwise plain
+            samples and new rows get the running max priority.  Default ``False``.
         input_priority_shift: rows back from the new ones that input priorities
             apply to (R2D1: ``warmup_T // rnn_state_interval``, the sequence whose
             trained part the new steps are).  Default ``0``.
@@ -116,30 +117,42 @@ class PrioritizedReplay:
             raise ValueError(
                 f"{type(self).__name__}.append_samples: got priorities with the samples, but "
                 f"the buffer was built with input_priorities=False")
+        count = self.count
+        T_new = get_leading_dims(numpify_buffer(samples.reward), 1)[0]
+        new_rows = self.rows_begun(count + T_new) - self.rows_begun(count)
         values = None
         if priorities is not None:
-            T_new = get_leading_dims(numpify_buffer(samples.reward), 1)[0]
-            values = self._input_priority_values(priorities, T_new // self.row_interval)
+            values = self._input_priority_values(priorities, T_new, count, new_rows)
+        previous = self.valid_row_range()
         T_idxs, B_idxs = super().append_samples(samples)
-        new_rows = len(T_idxs) // self.row_interval
-        self.priority_tree.advance(new_rows, self._max_priority[0] ** self.alpha)
+        self.priority_tree.advance(new_rows, self._max_priority[0] ** self.alpha,
+                                   window=self.valid_row_range(), previous_window=previous)
         if values is not None:
             self._apply_input_priorities(values)
         return T_idxs, B_idxs
 
-    def _input_priority_values(self, priorities, new_rows: int) -> np.ndarray:
-        """Input priorities as ``[new_rows, B]`` float64, checked before anything is written."""
+    def _input_priority_values(self, priorities, T_new: int, count: int,
+                               new_rows: int) -> np.ndarray:
+        """Input priorities as ``[new_rows, B]`` float64, checked before anything is written.
+
+        Accepts one priority per new row (``[new_rows, B]``), per step of the batch
+        (``[T_new, B]``: the entries of the steps that start rows are used, so the
+        caller need not know where the row grid falls in the batch), per env (``[B]``)
+        or a scalar.
+        """
         values = np.asarray(numpify_buffer(priorities), dtype=np.float64)
+        if values.size and not (np.all(np.isfinite(values)) and values.min() >= 0):
+            raise ValueError(f"{type(self).__name__}.append_samples: input priorities must be "
+                             f"finite and >= 0, got e.g. {values.ravel()[:5]}")
+        if values.ndim == 2 and len(values) == T_new != new_rows:
+            values = values[self.row_start_steps(count, T_new)]
         try:
             values = np.broadcast_to(values, (new_rows, self.B))
         except ValueError:
             raise ValueError(
                 f"{type(self).__name__}.append_samples: input priorities of shape {values.shape} "
-                f"do not fit [{new_rows}, {self.B}] (new rows x B); give [rows, B], [B] or a "
-                f"scalar") from None
-        if not (np.all(np.isfinite(values)) and values.min() >= 0):
-            raise ValueError(f"{type(self).__name__}.append_samples: input priorities must be "
-                             f"finite and >= 0, got e.g. {values.ravel()[:5]}")
+                f"do not fit [{new_rows}, {self.B}] (new rows x B) or [{T_new}, {self.B}] "
+                f"(steps x B); give one of those, [B] or a scalar") from None
         return values
 
     def _apply_input_priorities(self, values: np.ndarray) -> None:
@@ -151,7 +164,7 @@ class PrioritizedReplay:
         self._note_max(values)
         self.priority_tree.update(
             np.repeat(rows, self.B), np.tile(np.arange(self.B), len(rows)),
-            values.reshape(-1) ** self.alpha,
+            values.reshape(-1) ** self.alpha, window=self.valid_row_range(),
         )
 
     def _note_max(self, values: np.ndarray) -> None:
@@ -198,7 +211,8 @@ class PrioritizedReplay:
         newest_write = count - 1 - (count - 1 - rows) % self.n_rows
         fresh = newest_write < sampled_count
         self._note_max(values)
-        self.priority_tree.update(rows[fresh], B_idxs[fresh], values[fresh] ** self.alpha)
+        self.priority_tree.update(rows[fresh], B_idxs[fresh], values[fresh] ** self.alpha,
+                                  window=self.valid_row_range())
 
     def update_priorities(self, T_idxs, B_idxs, priorities) -> None:
         """Set priorities at ring positions ``(T_idxs, B_idxs)`` (sample starts)."""
@@ -210,7 +224,8 @@ class PrioritizedReplay:
                 f"{T_idxs[T_idxs % self.row_interval != 0][:5]}")
         values = self._priority_array(priorities, len(T_idxs), "update_priorities")
         self._note_max(values)
-        self.priority_tree.update(T_idxs // self.row_interval, B_idxs, values ** self.alpha)
+        self.priority_tree.update(T_idxs // self.row_interval, B_idxs, values ** self.alpha,
+                                  window=self.valid_row_range())
 
     def _priority_array(self, priorities, length: int, where: str) -> np.ndarray:
         values = np.asarray(numpify_buffer(priorities), dtype=np.float64).reshape(-1)

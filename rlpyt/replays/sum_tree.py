@@ -50,7 +50,10 @@ class SumTree:
 
     The cursor counts rows ever advanced (``count``); ``t = count % T`` is the next
     row to write.  Valid rows are the written rows ``u`` (counted without wrap) with
-    ``count - T + off_forward <= u < count - off_backward``.
+    ``count - T + off_forward <= u < count - off_backward``, unless the caller passes
+    the valid ``window = (low, high)`` of unwrapped rows itself (a sequence replay
+    whose appends do not end on row boundaries knows it exactly); a caller that does
+    so passes it to every ``advance`` and ``update``.
     """
 
     def __init__(
@@ -107,40 +110,56 @@ class SumTree:
         """The sampling weights ``[T, B]``: priorities, with excluded positions at 0."""
         return self.tree[self.n_leaves:self.n_leaves + self.size].reshape(self.T, self.B)
 
-    def valid_rows(self, rows: np.ndarray) -> np.ndarray:
+    def window(self, count: int | None = None) -> tuple[int, int]:
+        """``[low, high)`` of the valid unwrapped rows by the offsets, at ``count`` rows."""
+        count = self.count if count is None else count
+        return max(0, count - self.T + self.off_forward), count - self.off_backward
+
+    def valid_rows(self, rows: np.ndarray, window: tuple[int, int] | None = None) -> np.ndarray:
         """Boolean mask: which ring ``rows`` may be sampled at the current cursor."""
         rows = np.asarray(rows, dtype=np.int64)
         count = self.count
         newest_lap = count - 1 - (count - 1 - rows) % self.T  # Latest write of each row.
-        low = max(0, count - self.T + self.off_forward)
-        return (newest_lap >= low) & (newest_lap < count - self.off_backward)
+        low, high = self.window(count) if window is None else window
+        return (newest_lap >= low) & (newest_lap < high)
 
-    def advance(self, T: int, priorities=None) -> None:
+    def advance(self, T: int, priorities=None, window: tuple[int, int] | None = None,
+                previous_window: tuple[int, int] | None = None) -> None:
         """Write ``T`` new rows at the cursor and move the cursor past them.
 
         Args:
-            T: number of new rows (at most the ring's ``T``).
+            T: number of new rows (at most the ring's ``T``; 0 only moves the window).
             priorities: ``[T, B]``, ``[B]`` or scalar priorities for the new rows;
                 ``None`` uses ``default_value``.
+            window, previous_window: the valid rows after and before this call, for
+                callers that give the window themselves (see the class docstring).
         """
-        if int(T) != T or not 1 <= T <= self.T:
-            raise ValueError(f"SumTree.advance: T={T!r} must be an integer in [1, {self.T}]")
-        values = self.default_value if priorities is None else priorities
-        values = _broadcast_priorities(values, (T, self.B), "SumTree.advance")
+        if int(T) != T or not 0 <= T <= self.T:
+            raise ValueError(f"SumTree.advance: T={T!r} must be an integer in [0, {self.T}]")
+        if (window is None) != (previous_window is None):
+            raise ValueError("SumTree.advance: give both window and previous_window, or neither")
         count = self.count
-        self.priorities[np.arange(count, count + T) % self.T] = values
+        if T:
+            values = self.default_value if priorities is None else priorities
+            values = _broadcast_priorities(values, (T, self.B), "SumTree.advance")
+            self.priorities[np.arange(count, count + T) % self.T] = values
         self._count[0] = count + T
-        # Rows whose validity may have changed: from the old backward window through
-        # the new rows to the end of the new forward window.
-        span = min(T + self.off_backward + self.off_forward, self.T)
-        rows = np.arange(count - self.off_backward, count - self.off_backward + span) % self.T
-        self._refresh_rows(rows)
+        if window is None:
+            window, previous_window = self.window(count + T), self.window(count)
+        # Rows whose validity may have changed: the new rows and those between the old
+        # and new edges of the window.
+        edges = [np.arange(count, count + T)]
+        for old, new in zip(previous_window, window):
+            edges.append(np.arange(min(old, new), max(old, new)))
+        rows = np.unique(np.concatenate(edges) % self.T)
+        self._refresh_rows(rows, window)
 
-    def update(self, T_idxs, B_idxs, priorities) -> None:
+    def update(self, T_idxs, B_idxs, priorities, window: tuple[int, int] | None = None) -> None:
         """Set the priorities at positions ``(T_idxs, B_idxs)`` (equal-length arrays).
 
         Positions excluded right now keep the new priority and show it once they
         become valid.  With duplicate positions, one of their priorities is kept.
+        ``window``: the valid rows, for callers that give it (see the class docstring).
         """
         T_idxs = np.asarray(T_idxs, dtype=np.int64).reshape(-1)
         B_idxs = np.asarray(B_idxs, dtype=np.int64).reshape(-1)
@@ -160,7 +179,7 @@ class SumTree:
             )
         self.priorities[T_idxs, B_idxs] = values
         leaves = T_idxs * self.B + B_idxs
-        self._set_leaves(leaves, self.priorities[T_idxs, B_idxs] * self.valid_rows(T_idxs))
+        self._set_leaves(leaves, self.priorities[T_idxs, B_idxs] * self.valid_rows(T_idxs, window))
 
     def sample(self, n: int) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
         """Draw ``n`` positions with replacement, each with probability priority / total.
@@ -211,9 +230,9 @@ class SumTree:
             idx += go_right
         return idx
 
-    def _refresh_rows(self, rows: np.ndarray) -> None:
+    def _refresh_rows(self, rows: np.ndarray, window: tuple[int, int] | None = None) -> None:
         """Recompute the leaves of whole ``rows`` (distinct) from priorities and validity."""
-        values = self.priorities[rows] * self.valid_rows(rows)[:, None]
+        values = self.priorities[rows] * self.valid_rows(rows, window)[:, None]
         leaves = (rows[:, None] * self.B + np.arange(self.B)).reshape(-1)
         self._set_leaves(leaves, values.reshape(-1))
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import multiprocessing as mp
 import os
 import queue
@@ -37,13 +38,15 @@ import traceback
 
 import torch
 
+from rlpyt.runners.async_watch import DEFAULT_PROGRESS_TIMEOUT_S, AsyncWatch, check_progress_timeout
 from rlpyt.runners.base import DivergenceError, apply_affinity
 from rlpyt.runners.minibatch_rl import MinibatchRlBase
+from rlpyt.runners.preflight import check_before_start
 from rlpyt.samplers.async_.base import AsyncSamplerBase, run_sampler
 from rlpyt.samplers.async_.control import AsyncControl, AsyncStopped, ThrottleSpec
 from rlpyt.samplers.parallel.control import unlink_semaphore_names
 from rlpyt.utils.logging import logger
-from rlpyt.utils.process import child_processes, describe_exit, kill_processes
+from rlpyt.utils.process import child_processes, describe_exit, granted_cpus, kill_processes
 from rlpyt.utils.seed import make_seed, set_seed
 
 __all__ = ["AsyncRl", "AsyncRlBase", "AsyncRlEval", "AsyncRunError", "split_affinity"]
@@ -139,6 +142,25 @@ class QueueReader:
         return self.local.get(block=block, timeout=timeout)
 
 
+def resume_is_complete(state: dict, n_steps: int, itr_batch_size: int) -> bool:
+    """Whether the checkpoint ``state`` already holds all ``n_steps`` (then the run is
+    complete); raises ``ValueError`` for an ``n_steps`` below it (a resumed run can only
+    go on, and the sampler would wait for batches it never samples)."""
+    n_itr = max(math.ceil(n_steps / itr_batch_size), 1)
+    done_itrs, done_steps = state["itr"] + 1, state["cum_steps"]
+    if n_itr < done_itrs:
+        raise ValueError(
+            f"n_steps={n_steps} is below the {done_steps} env steps the checkpoint "
+            f"{state['_path']} already holds; a resumed run can only go on: pass "
+            f"n_steps >= {done_steps} (--n-steps), or start a new run")
+    if n_itr > done_itrs:
+        return False
+    logger.log(f"Resume: the run is already complete ({done_steps} env steps, "
+               f"n_steps={n_steps}); nothing to train.  Pass a larger n_steps "
+               f"(--n-steps) to train on.")
+    return True
+
+
 def append_to_buffer(algo, buffer, samples) -> None:
     """What the copier does with one batch: the algorithm picks the fields it stores."""
     buffer.append_samples(algo.samples_to_buffer(samples))
@@ -168,6 +190,10 @@ class AsyncRlBase(MinibatchRlBase):
             (whole-run checkpoints at log rows, taken by the optimizer process with the
             replay read under its lock; the divergence guard). ``train(resume=...)``
             continues the optimizer's state exactly; the sampler restarts its envs.
+        progress_timeout: seconds in which neither the sampler, the memory copier nor
+            the optimizer makes progress (evaluations excepted) before the run stops with
+            an ``AsyncRunError`` naming both sides' state (``rlpyt.runners.async_watch``);
+            None: never.  Default 300.
 
     Uses the ``fork`` start method (the sampler and copier inherit the shared buffers).
     """
@@ -175,7 +201,7 @@ class AsyncRlBase(MinibatchRlBase):
     def __init__(self, algo, agent, sampler, n_steps, affinity=None, seed=None,
                  log_interval_steps=1e5, log_traj_window=100, max_ahead=None,
                  checkpoint_interval_steps=None, checkpoint_replay=True, max_abs_value=None,
-                 divergence="stop"):
+                 progress_timeout=DEFAULT_PROGRESS_TIMEOUT_S, divergence="stop"):
         if not isinstance(sampler, AsyncSamplerBase):
             raise TypeError(
                 f"{type(self).__name__} needs an asynchronous sampler from "
@@ -194,14 +220,16 @@ class AsyncRlBase(MinibatchRlBase):
                          divergence=divergence)
         self.affinity = affinity
         self.max_ahead = max_ahead
+        self.progress_timeout = check_progress_timeout(progress_timeout)
         self.control = self.sampler_process = self.copier_process = None
         self._stack_file = None
 
     # ---- set-up ------------------------------------------------------------------------
     def startup(self) -> int:
         optimizer_affinity, self.sampler_affinity = split_affinity(self.affinity)
-        apply_affinity(optimizer_affinity.get("cpus"), optimizer_affinity.get("torch_threads"),
-                       optimizer_affinity.get("set_affinity", True))
+        check_before_start(self.algo, self.agent, self.sampler, self.n_steps,
+                           dict(cuda_idx=optimizer_affinity.get("cuda_idx")))
+        granted_cpus()  # The run's CPUs, recorded before any process of it pins itself.
         if self.seed is None:
             self.seed = make_seed()
         set_seed(self.seed)
@@ -219,7 +247,12 @@ class AsyncRlBase(MinibatchRlBase):
             self.agent.load_state_dict(resume["agent"])
             self._load_replay(resume)
         self.agent.async_cpu(share_memory=True)
+        if resume is not None:  # Parameter versions go on counting.
+            self.agent.param_board.restart_at(resume.get("param_version", 0))
         self._start_processes(start_itr=0 if resume is None else resume["appended"])
+        # Pinned after forking: the sampler and copier start from the run's full CPU set.
+        apply_affinity(optimizer_affinity.get("cpus"), optimizer_affinity.get("torch_threads"),
+                       optimizer_affinity.get("set_affinity", True))
         self.agent.to_device(optimizer_affinity.get("cuda_idx"))  # After forking (CUDA).
         self.algo.optim_initialize(rank=0)
         if resume is not None:
@@ -261,6 +294,7 @@ class AsyncRlBase(MinibatchRlBase):
             unlink_semaphore_names(lock.semaphores())
         self._messages = QueueReader(self.control.messages, "rlpyt-async-messages")
         self._errors = QueueReader(self.control.errors, "rlpyt-async-errors")
+        self._watch = AsyncWatch(self.control, self.progress_timeout, AsyncRunError)
 
     def eval_itrs(self, start_itr: int = 0) -> frozenset:
         """Sampler iterations after which the sampler evaluates (none here)."""
@@ -294,6 +328,10 @@ class AsyncRlBase(MinibatchRlBase):
         """
         try:
             self._resume_state = self.find_resume_state(resume)
+            if self._resume_state is not None and resume_is_complete(
+                    self._resume_state, self.n_steps, self.sampler.batch_spec.size):
+                self.load_diagnostics_state(self._resume_state["diagnostics"])
+                return self.summary()  # Nothing to train: no process is started.
             self.startup()
             if self._resume_state is not None:
                 self.load_checkpoint_state(self._resume_state)
@@ -324,7 +362,7 @@ class AsyncRlBase(MinibatchRlBase):
             allowed = throttle.allowed_updates(appended)
             if algo.update_counter < allowed and self._starving_at != appended:
                 self._optimize(appended)
-            elif self._done_sampled and appended == self.n_itr:
+            elif self._done_sampled and appended >= self.n_itr:
                 return
             else:
                 start = time.perf_counter()
@@ -415,7 +453,8 @@ class AsyncRlBase(MinibatchRlBase):
     def checkpoint_state(self, itr: int) -> dict:
         state = super().checkpoint_state(itr)
         state.update(sampler=None, appended=self._checkpoint_appended,
-                     sampler_note="an asynchronous run's envs live in its sampler process")
+                     sampler_note="an asynchronous run's envs live in its sampler process",
+                     optimizer_calls=self._opt_itr, param_version=self.agent.param_board.version)
         return state
 
     def load_checkpoint_state(self, state: dict) -> int:
@@ -423,6 +462,7 @@ class AsyncRlBase(MinibatchRlBase):
         here the logs, diagnostics and random state continue."""
         logger.log(f"Resume: the sampler goes on from batch {state['appended']} with fresh "
                    f"envs; the optimizer state, replay and logs continue exactly.")
+        self._opt_itr = state.get("optimizer_calls", 0)
         return self.restore_log_state(state)
 
     def _log_final_row(self) -> None:
@@ -463,6 +503,13 @@ class AsyncRlBase(MinibatchRlBase):
                 f"the sampler process (pid {self.sampler_process.pid}) made no progress for "
                 f"over batch_timeout={timeout}s (one batch took longer: a hung env?); its "
                 f"stack:\n{self._sampler_stack()}")
+        if getattr(self, "_watch", None) is not None and hasattr(self, "_opt_itr"):
+            self._watch.check_sampler_exit(self.sampler_process, self._awaited_from_sampler())
+            self._watch.check_progress(self.algo.update_counter, self._opt_itr)
+
+    def _awaited_from_sampler(self) -> str | None:
+        """What the optimizer still waits for from the sampler process (None: nothing)."""
+        return None if self._done_sampled else "its last batches (its 'done' message)"
 
     def _raise_reported(self, block: bool) -> None:
         try:
@@ -542,7 +589,9 @@ class AsyncRlEval(AsyncRlBase):
     _eval = True
 
     def eval_itrs(self, start_itr: int = 0) -> frozenset:
-        itrs = {itr for itr in range(start_itr, self.n_itr) if self._is_log_itr(itr)}
+        # A resumed run whose batches were all sampled still makes its final evaluation.
+        itrs = {itr for itr in range(min(start_itr, self.n_itr - 1), self.n_itr)
+                if self._is_log_itr(itr)}
         return frozenset(itrs | ({-1} if start_itr == 0 else set()))
 
     def startup(self) -> int:
@@ -564,14 +613,19 @@ class AsyncRlEval(AsyncRlBase):
         with logger.prefix(f"itr #{max(itr, 0)} "):
             self._log_row(itr, traj_infos, eval_time)
 
+    def _awaited_from_sampler(self) -> str | None:
+        if not self._done_sampled:
+            return super()._awaited_from_sampler()
+        return "its final evaluation" if self._final_eval is None else None
+
     def _log_final_row(self) -> None:
-        deadline = time.monotonic() + 600.0
-        while self._final_eval is None:  # The last evaluation may still be running.
+        # The last evaluation may still be running: the fault checks watch the sampler
+        # (it must not exit without sending it) and the progress watchdog (evaluating
+        # counts as progress).
+        while self._final_eval is None:
             self._check_faults(force=True)
             self._read_messages()
             if self._final_eval is None:
-                if time.monotonic() > deadline:
-                    raise AsyncRunError("the final evaluation did not arrive within 600 s")
                 time.sleep(0.05)
         self._log_row(self.n_itr - 1, *self._final_eval)
 

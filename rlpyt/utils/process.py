@@ -4,6 +4,11 @@ Pinning uses ``psutil`` where the platform supports it (Linux, Windows) and take
 CPU ids from the set actually available to the process (containers and batch
 schedulers often grant a subset such as ``{4, 5, 6, 7}``), never assuming
 ``0 .. n-1``.  Where pinning is unsupported (macOS) it warns once and runs unpinned.
+
+Each process pins itself from the full CPU set its run was given (``granted_cpus``),
+never from a parent's narrowed one: a parent that pinned itself before forking (the
+optimizer of an async run, a sampler master) hands its children its own narrow set,
+and they widen back to the granted set as they pin themselves.
 """
 
 from __future__ import annotations
@@ -22,12 +27,14 @@ __all__ = [
     "apply_affinity",
     "available_cpus",
     "die_with_parent",
+    "granted_cpus",
     "interrupt_on_sigterm",
     "process_alive",
     "release_fork_server",
 ]
 
 _warned_unpinned = False
+_granted: list[int] | None = None  # Recorded before this process tree's first pin.
 
 
 def available_cpus() -> list[int]:
@@ -44,6 +51,18 @@ def available_cpus() -> list[int]:
         return list(range(os.cpu_count() or 1))
 
 
+def granted_cpus() -> list[int]:
+    """The CPUs this run may use: those available when rlpyt first pinned a process of it.
+
+    Recorded at the first call (``apply_affinity`` calls it before it pins), so a child
+    forked after its parent pinned itself still knows the full set; CPUs available now
+    are included too (a process may have been given more since)."""
+    global _granted
+    if _granted is None:
+        _granted = available_cpus()
+    return sorted(set(_granted) | set(available_cpus()))
+
+
 def _as_cpu_list(cpus) -> list[int]:
     if isinstance(cpus, int):
         return [cpus]
@@ -56,18 +75,19 @@ def apply_affinity(cpus=None, torch_threads=None, set_affinity: bool = True) -> 
     """Pin this process to ``cpus`` and set torch's intra-op thread count.
 
     Args:
-        cpus: a CPU id or a list of ids, all among ``available_cpus()``; ``None`` or
-            empty leaves the process unpinned.
+        cpus: a CPU id or a list of ids, all among ``granted_cpus()`` (a process pinned
+            narrower by its parent widens back to them); ``None`` or empty leaves the
+            process unpinned.
         torch_threads: torch intra-op threads; ``None`` uses ``len(cpus)`` when
             ``cpus`` is given and leaves torch's setting alone otherwise.
         set_affinity: False skips pinning (threads are still set).
 
-    Raises ``ValueError`` naming the CPUs that are not available to the process.
+    Raises ``ValueError`` naming the CPUs that are not available to the run.
     """
     global _warned_unpinned
     cpus = _as_cpu_list(cpus) if cpus not in (None, ()) else []
+    available = set(granted_cpus())  # Recorded before the first pin, whatever happens.
     if cpus and set_affinity:
-        available = set(available_cpus())
         missing = sorted(set(cpus) - available)
         if missing:
             raise ValueError(

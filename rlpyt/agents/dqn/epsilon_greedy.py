@@ -120,6 +120,11 @@ class EpsilonGreedyAgentMixin:
             self.distribution.set_epsilon(epsilon_fn())
             self._applied_epsilon_key = key
 
+    def act_on_envs(self, envs: slice | None) -> None:
+        """Per-env epsilons: the next steps use the entries of envs ``envs`` only."""
+        super().act_on_envs(envs)
+        self.distribution.select_envs(envs)
+
     def sample_mode(self, itr):
         super().sample_mode(itr)
         self.eps_itr = int(itr)

@@ -160,8 +160,9 @@ class R2D1(DQN):
         warmup_T: burn-in steps before the trained ones, replayed without gradients from
             the stored recurrent state (default 40).
         store_rnn_state_interval: steps between stored recurrent states, which are the
-            possible sequence starts; the sampler's ``batch_T`` must be a multiple of it.
-            ``0`` stores none (sequences start anywhere, from a zero state) (default 40).
+            possible sequence starts (every ``interval``-th step each env has sampled,
+            whatever the sampler's ``batch_T``).  ``0`` stores none (sequences start
+            anywhere, from a zero state) (default 40).
         min_steps_learn: env steps collected before learning starts (default 1e5).
         delta_clip: Huber loss threshold; ``None`` (default) for the squared error.
         replay_size: env steps held by the replay (rounded down so that each env's share
@@ -288,11 +289,6 @@ class R2D1(DQN):
                 f"R2D1 needs a recurrent agent that records prev_rnn_state in its agent_info "
                 f"(e.g. R2d1Agent); {type(agent).__name__} records "
                 f"{getattr(examples['agent_info'], '_fields', None)}")
-        if batch_spec.T % self.rnn_state_interval:
-            raise ValueError(
-                f"R2D1: the sampler's batch_T={batch_spec.T} must be a multiple of "
-                f"store_rnn_state_interval={self.store_rnn_state_interval} (sequences start "
-                f"where a recurrent state was stored)")
         if self.prioritized_replay and self.input_priorities and \
                 batch_spec.T <= self.n_step_return:
             raise ValueError(
@@ -465,14 +461,18 @@ class R2D1(DQN):
     # ---- input priorities ---------------------------------------------------------------
     @torch.no_grad()
     def compute_input_priorities(self, samples) -> np.ndarray:
-        """Priorities ``[T // rnn_state_interval, B]`` for the sequences of a new sampler batch.
+        """Priorities ``[T, B]`` for the sequences of a new sampler batch, one per step.
 
-        TD errors come from the Q-values the agent recorded while sampling (its online
-        network, which also gives the bootstrap value ``max_a q``) with this algorithm's
-        n-step value-rescaled targets, for the steps whose n-step window lies inside the
-        batch.  New start ``r`` gets the priority of the steps its sequence will train on,
-        ``r * interval + (warmup_T - shift * interval)`` and the next ``batch_T``; where
-        none of those is in the batch, the priority of the env's whole batch.
+        The replay uses the entries of the steps that start rows (every
+        ``store_rnn_state_interval``-th step; where they fall in a batch depends on the
+        steps appended before, so every step gets one).  TD errors come from the
+        Q-values the agent recorded while sampling (its online network, which also gives
+        the bootstrap value ``max_a q``) with this algorithm's n-step value-rescaled
+        targets, for the steps whose n-step window lies inside the batch.  A start at
+        step ``t`` gives the priority of the steps trained by the sequence that the
+        replay assigns it to (``input_priority_shift`` rows back): ``t + warmup_T - shift
+        * interval`` and the next ``batch_T``; where none of those is in the batch, the
+        priority of the env's whole batch.
         """
         n = self.n_step_return
         q = samples.agent.agent_info.q.float()
@@ -486,8 +486,8 @@ class R2D1(DQN):
         if self.delta_clip is not None:
             td_abs = td_abs.clamp(max=self.delta_clip)
         valid = self._input_valid(samples)[:T - n]
-        windows = self._input_windows(T, T - n).to(td_abs.dtype)  # [rows, T - n]
-        window_valid = windows.unsqueeze(-1) * valid  # [rows, T - n, B]
+        windows = self._input_windows(T, T - n).to(td_abs.dtype)  # [T, T - n]
+        window_valid = windows.unsqueeze(-1) * valid  # [T, T - n, B]
         priorities = sequence_priorities(td_abs.expand_as(window_valid), window_valid,
                                          self.pri_eta, dim=1)
         batch_priorities = sequence_priorities(td_abs, valid, self.pri_eta)  # [B]
@@ -507,10 +507,10 @@ class R2D1(DQN):
         return valid
 
     def _input_windows(self, T: int, length: int) -> torch.Tensor:
-        """``[T // interval, length]`` bool: step ``t`` is trained by new start ``r``."""
+        """``[T, length]`` bool: step ``t`` is trained by the sequence of a start at ``s``."""
         interval = self.rnn_state_interval
         shift = self.replay_buffer.input_priority_shift
-        first = torch.arange(T // interval) * interval + (self.warmup_T - shift * interval)
+        first = torch.arange(T) + (self.warmup_T - shift * interval)
         t = torch.arange(length)
         return (t >= first[:, None]) & (t < first[:, None] + self.batch_T)
 

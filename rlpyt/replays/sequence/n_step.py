@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from rlpyt.replays.n_step import BaseNStepReturnBuffer, _check_int
-from rlpyt.utils.buffer import buffer_from_example, get_leading_dims, numpify_buffer
+from rlpyt.utils.buffer import buffer_from_example, numpify_buffer
 from rlpyt.utils.collections import namedarraytuple
 
 __all__ = ["SamplesFromReplay", "SequenceNStepReturnBuffer"]
@@ -28,9 +28,10 @@ class SequenceNStepReturnBuffer(BaseNStepReturnBuffer):
         size, B, discount=1, n_step_return=1: as ``BaseNStepReturnBuffer``.
         batch_T: trained steps per sequence (keyword, required).
         rnn_state_interval: steps between stored RNN states; sequences start only
-            there.  ``0`` stores no state (sequences start anywhere, from a zero
-            state).  Appended batches must have a multiple of it as ``T`` (keyword,
-            required).
+            there (at steps ``0, interval, 2 * interval, ...`` counted from the first
+            step ever appended).  ``0`` stores no state (sequences start anywhere, from a
+            zero state).  Appended batches may have any ``T``: the state of each step on
+            that grid is stored when the step arrives (keyword, required).
         warmup_T: steps before the trained ones that only warm up the RNN state.
             Default ``0``.
 
@@ -100,18 +101,14 @@ class SequenceNStepReturnBuffer(BaseNStepReturnBuffer):
         super()._check_layout()
 
     def append_samples(self, samples):
-        """Write a ``[T, B]`` batch (``T`` a multiple of ``rnn_state_interval``)."""
+        """Write a ``[T, B]`` batch, storing the RNN states of the row starts among its steps."""
         samples = numpify_buffer(samples)
-        T_new = get_leading_dims(samples.reward, 1)[0]
-        if T_new % self.row_interval:
-            raise ValueError(
-                f"{type(self).__name__}.append_samples: batch T={T_new} must be a multiple "
-                f"of rnn_state_interval={self.rnn_state_interval}")
+        count = self.count
         T_idxs, B_idxs = super().append_samples(samples)
         if self.samples_prev_rnn_state is not None:
-            first_row = (self.count - T_new) // self.row_interval
-            rows = np.arange(first_row, first_row + T_new // self.row_interval) % self.n_rows
-            self.samples_prev_rnn_state[rows] = samples.prev_rnn_state[::self.row_interval]
+            steps = self.row_start_steps(count, len(T_idxs))
+            rows = (steps + count) // self.row_interval % self.n_rows
+            self.samples_prev_rnn_state[rows] = samples.prev_rnn_state[steps]
         return T_idxs, B_idxs
 
     def _extract_batch(self, T_idxs: np.ndarray, B_idxs: np.ndarray):

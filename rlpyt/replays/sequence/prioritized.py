@@ -19,8 +19,9 @@ class PrioritizedSequenceReplayBuffer(PrioritizedReplay, SequenceNStepReturnBuff
         ``rlpyt.replays.prioritized.PrioritizedReplay``.
         input_priorities: appended batches come as
             ``PrioritiesSamplesToBuffer(priorities, samples)`` with one priority per
-            new sequence start (``[T // rnn_state_interval, B]``, ``[B]`` or scalar).
-            Default ``False``.
+            new sequence start (``[new starts, B]``), one per step (``[T, B]``: those of
+            the steps that start sequences are used), ``[B]`` or a scalar.  Default
+            ``False``.
         input_priority_shift: starts back from the new ones that input priorities
             apply to (R2D1 uses ``warmup_T // rnn_state_interval``).  Default ``0``.
 

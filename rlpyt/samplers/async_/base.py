@@ -173,6 +173,8 @@ class _SamplerLoop:
             control.messages.put(("traj", itr, traj_infos))
             if itr in eval_itrs:
                 self.evaluate(itr)
+        if start_itr >= n_itr and n_itr - 1 in eval_itrs:  # Resumed with every batch sampled.
+            self.evaluate(n_itr - 1)
         control.messages.put(("done", n_itr, None))
 
     def collect(self, itr: int):

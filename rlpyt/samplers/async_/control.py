@@ -13,7 +13,8 @@ Three processes share one ``AsyncControl`` (made before they fork):
 The throttle holds the replay ratio both ways (``ThrottleSpec``): the optimizer may
 take update ``u`` only once enough env steps are in the replay for ``u + 1`` updates
 at ``replay_ratio``, and the sampler may start batch ``n`` only while it is fewer than
-``max_ahead`` batches beyond what the optimizer's updates have consumed.  Every wait
+``max_ahead`` batches beyond what the optimizer's updates have consumed, or while the
+optimizer's next update still needs it (so neither side can wait forever).  Every wait
 polls, so a stop request or a dead parent ends it within ``POLL_S`` seconds.
 """
 
@@ -23,6 +24,7 @@ import math
 import os
 import time
 from dataclasses import dataclass
+from fractions import Fraction
 
 __all__ = ["AsyncControl", "AsyncStopped", "ThrottleSpec"]
 
@@ -36,7 +38,7 @@ class AsyncStopped(Exception):
 
 @dataclass(frozen=True)
 class ThrottleSpec:
-    """The replay-ratio bookkeeping of an asynchronous run.
+    """The replay-ratio bookkeeping of an asynchronous run (pure arithmetic, no processes).
 
     Args:
         replay_ratio: gradient-step samples per env step (``batch_size * updates /
@@ -45,6 +47,17 @@ class ThrottleSpec:
         itr_env_steps: env steps in one sampler batch (``batch_T * batch_B``).
         min_itr_learn: sampler batches in the replay before the first update.
         max_ahead: batches the sampler may run ahead of the optimizer's consumption.
+
+    Update credit is exact: ``updates_per_itr`` is a fraction (the replay ratio read as
+    the decimal it was written as), and the updates allowed after ``n`` learning batches
+    are ``floor(n * updates_per_itr)``, so a fraction of an update per batch accumulates
+    across batches instead of being floored away batch by batch.
+
+    Neither side can wait on the other forever (``tests/test_async_rl.py`` proves it over
+    every setting): the optimizer with ``u`` updates waits only for the batches its update
+    ``u + 1`` needs (``itrs_for_updates(u + 1)``), and the sampler may always sample
+    those, even when that is more than ``max_ahead`` batches beyond what ``u`` updates
+    consumed (fewer than ``1 / max_ahead`` updates per batch).
     """
 
     replay_ratio: float
@@ -54,30 +67,58 @@ class ThrottleSpec:
     max_ahead: int = 2
 
     def __post_init__(self):
-        if not self.replay_ratio > 0:
-            raise ValueError(f"replay_ratio={self.replay_ratio!r} must be > 0")
+        if not self.replay_ratio > 0 or not math.isfinite(self.replay_ratio):
+            raise ValueError(f"replay_ratio={self.replay_ratio!r} must be a finite number > 0")
         if self.samples_per_update < 1 or self.itr_env_steps < 1:
             raise ValueError(f"samples_per_update={self.samples_per_update!r} and "
                              f"itr_env_steps={self.itr_env_steps!r} must be >= 1")
         if self.max_ahead < 1:
             raise ValueError(f"max_ahead={self.max_ahead!r} must be >= 1")
+        if self.min_itr_learn < 0:
+            raise ValueError(f"min_itr_learn={self.min_itr_learn!r} must be >= 0")
+        # The ratio as the decimal it was written as (0.3, not 0.29999999999999998890).
+        ratio = Fraction(self.replay_ratio).limit_denominator(10 ** 9)
+        upi = ratio * self.itr_env_steps / self.samples_per_update  # Updates per batch.
+        # Integer numerator and denominator: exact and fast in the polling loops.
+        object.__setattr__(self, "_num", upi.numerator)
+        object.__setattr__(self, "_den", upi.denominator)
 
     @property
     def updates_per_itr(self) -> float:
-        return self.replay_ratio * self.itr_env_steps / self.samples_per_update
+        return self._num / self._den
 
     def allowed_updates(self, appended: int) -> int:
         """Gradient steps the replay ratio allows with ``appended`` batches stored."""
-        learn_itrs = max(0, appended - self.min_itr_learn)
-        return math.floor(learn_itrs * self.updates_per_itr + 1e-9)
+        return max(0, appended - self.min_itr_learn) * self._num // self._den
+
+    def itrs_for_updates(self, updates: int) -> int:
+        """The fewest stored batches that allow ``updates`` gradient steps."""
+        if updates <= 0:
+            return 0
+        return self.min_itr_learn + -(-updates * self._den // self._num)
 
     def consumed_itrs(self, updates: int) -> float:
         """Sampler batches that ``updates`` gradient steps account for."""
-        return updates / self.updates_per_itr
+        return updates * self._den / self._num
+
+    def sampling_limit(self, updates: int) -> int:
+        """How many batches the sampler may have started after ``updates`` steps: up to
+        ``max_ahead`` beyond those consumed, and always those the next update needs."""
+        ahead = self.min_itr_learn + self.max_ahead + -(-updates * self._den // self._num)
+        return max(ahead, self.itrs_for_updates(updates + 1))
 
     def may_sample(self, itr: int, updates: int) -> bool:
         """Whether the sampler may start batch ``itr`` (0-based) after ``updates`` steps."""
-        return itr < self.min_itr_learn + self.max_ahead + self.consumed_itrs(updates)
+        return itr < self.sampling_limit(updates)
+
+    def describe(self, appended: int, updates: int) -> str:
+        """Both sides' state as the throttle sees it, for error messages."""
+        allowed = self.allowed_updates(appended)
+        credit = max(0, appended - self.min_itr_learn) * self._num / self._den - updates
+        return (f"optimizer: {updates} updates done of {allowed} allowed by {appended} batches "
+                f"appended (update credit {credit:.3g}: {self.updates_per_itr:.3g} updates per "
+                f"batch after the first {self.min_itr_learn}); sampler: may start batches "
+                f"below {self.sampling_limit(updates)} (max_ahead={self.max_ahead})")
 
 
 class AsyncControl:

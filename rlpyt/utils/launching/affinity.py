@@ -16,11 +16,12 @@ Tags (value first, fields written only when they differ from the default)::
     sgr sample_gpu_per_run                     oss optim_sample_share_gpu
     alt alternating     saf set_affinity
 
-An affinity is an ``AttrDict`` with ``cuda_idx, master_cpus, workers_cpus,
-master_torch_threads, worker_torch_threads, alternating, set_affinity``.
+An affinity is an ``AttrDict`` with ``all_cpus, cuda_idx, master_cpus, workers_cpus,
+master_torch_threads, worker_torch_threads, alternating, set_affinity`` (``all_cpus``:
+every CPU of the part, for a launcher's ``taskset``).
 ``workers_cpus`` holds one tuple of CPU ids per sampler worker. Sync multi-GPU
 runs (``gpu_per_run > 1``) get a list of such dicts, one per replica. Async runs
-get ``AttrDict(optimizer=[...], sampler=..., set_affinity=...)``: one optimizer
+get ``AttrDict(all_cpus=..., optimizer=[...], sampler=..., set_affinity=...)``: one optimizer
 dict ``(cuda_idx, cpus, torch_threads, set_affinity)`` per optimizer GPU, and a
 sampler dict (CPU sampler) or a list of them, one per sampling GPU.
 """
@@ -32,6 +33,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rlpyt.utils.collections import AttrDict
+from rlpyt.utils.launching.affinity_layout import Part, slot_parts
 from rlpyt.utils.launching.affinity_spec import (
     AffinitySpec,
     check_slot,
@@ -81,7 +83,9 @@ def encode_affinity(
         n_gpu: GPUs to use; 0 makes a CPU-only layout split by ``cpu_per_run``.
         contexts_per_gpu: runs sharing each GPU (each gets its share of the cores).
         gpu_per_run: GPUs per run; > 1 gives sync multi-GPU runs (one affinity per
-            replica) or, with ``async_sample``, that many optimizer GPUs.
+            replica) or, with ``async_sample``, that many optimizer GPUs. Async runs
+            hold ``n_gpu // GPUs per run`` of the GPUs and ``n_cpu_core // runs`` cores
+            each; a remainder stays unused (with a warning).
         cpu_per_run: cores per run when ``n_gpu=0``. With GPUs the cores per run are
             ``n_cpu_core / (n_gpu * contexts_per_gpu)`` per GPU of the run.  With
             ``n_gpu=0`` and ``gpu_per_run=N > 1`` a run is N CPU replicas (``SyncRl``
@@ -89,16 +93,21 @@ def encode_affinity(
             CPU twin of a multi-GPU layout.
         cpu_per_worker: cores given to each sampler worker.
         cpu_reserved: cores of each run (replica) kept for the master process and not
-            given to workers. In async runs: cores of each optimizer replica (0 means 1).
-        hyperthread_offset: None (default) uses no hyperthreads; an offset ``h`` means
-            core ``i``'s sibling is CPU index ``i + h``, and each core's sibling is used
-            alongside it. Must be >= ``n_cpu_core``; 0 is read as None.
-        n_socket: sockets the cores (and GPUs) are spread over; checked so that no run
-            straddles two sockets unless it spans whole ones. None means one.
+            given to workers. In async runs: cores of each optimizer (0 means 1), taken
+            together at the start of the run's cores, the sampler(s) getting the rest.
+        hyperthread_offset: None (default) uses no hyperthreads; an offset ``h`` (the
+            machine's physical core count) means core ``i``'s sibling is CPU index
+            ``i + h``, and each core's sibling is used alongside it. Must be >=
+            ``n_cpu_core``; 0 is read as None.
+        n_socket: sockets the cores (and GPUs) are spread over, None means one. Socket
+            ``s`` starts at core ``s * max(n_cpu_core, hyperthread_offset) / n_socket``
+            and the layout uses its first ``n_cpu_core / n_socket`` cores (as classic
+            rlpyt); layouts that would straddle sockets are refused.
         run_slot: if given, prefix the code with this slot (``"<k>slt_..."``).
         async_sample: separate sampler and optimizer parts (async runners).
         sample_gpu_per_run: async only: GPUs for batched action selection (0: CPU sampler).
-        optim_sample_share_gpu: async only: sample on the optimizer GPUs.
+        optim_sample_share_gpu: async only: sample on the optimizer GPUs, one sampler
+            per optimizer GPU (``sample_gpu_per_run`` is then ignored).
         alternating: workers for an alternating sampler (two groups on the same
             cores, or on the two hyperthreads of each core).
         set_affinity: whether processes pin themselves to the CPUs (False: only torch
@@ -212,7 +221,8 @@ class _Resolver:
         self.spec = spec
         self.cpu_ids = tuple(cpu_ids)
 
-    # Cores are logical indices; these map them (and their siblings) onto CPU ids.
+    # Cores are core indices (see affinity_layout); these map them (and their
+    # hyperthread siblings) onto CPU ids.
     def cpus_of(self, cores: Sequence[int]) -> tuple[int, ...]:
         hto = self.spec.hyperthread_offset
         indices = list(cores) + ([c + hto for c in cores] if hto else [])
@@ -220,6 +230,7 @@ class _Resolver:
 
     def workers_cpus(self, cores: Sequence[int]) -> tuple[tuple[int, ...], ...]:
         cpw, hto = self.spec.cpu_per_worker, self.spec.hyperthread_offset
+        cores = cores[:len(cores) // cpw * cpw]  # No worker gets fewer than cpw cores.
         groups = [tuple(cores[i:i + cpw]) for i in range(0, len(cores), cpw)]
         if hto and self.spec.alternating:  # Second worker group on the siblings.
             groups += [tuple(c + hto for c in group) for group in groups]
@@ -228,71 +239,46 @@ class _Resolver:
             groups += groups
         return tuple(self.cpus_of(group) for group in groups)
 
-    def sampler_part(self, cores: Sequence[int], cuda_idx: int | None, reserved: int) -> AttrDict:
+    def sampler_part(self, part: Part) -> AttrDict:
+        cpus = self.cpus_of(part.cores)
         return AttrDict(
-            cuda_idx=cuda_idx,
-            master_cpus=self.cpus_of(cores),
-            workers_cpus=self.workers_cpus(cores[reserved:]),
-            master_torch_threads=len(cores),
+            all_cpus=cpus,
+            cuda_idx=part.gpu,
+            master_cpus=cpus,
+            workers_cpus=self.workers_cpus(part.worker_cores),
+            master_torch_threads=len(part.cores),
             worker_torch_threads=self.spec.cpu_per_worker,
             alternating=self.spec.alternating,
             set_affinity=self.spec.set_affinity,
         )
 
-    def optimizer_part(self, cores: Sequence[int], cuda_idx: int | None) -> AttrDict:
+    def optimizer_part(self, part: Part) -> AttrDict:
         return AttrDict(
-            cuda_idx=cuda_idx,
-            cpus=self.cpus_of(cores),
-            torch_threads=len(cores),
+            cuda_idx=part.gpu,
+            cpus=self.cpus_of(part.cores),
+            torch_threads=len(part.cores),
             set_affinity=self.spec.set_affinity,
         )
 
-    def run_layout(self, run_slot: int) -> list[tuple[int | None, list[int]]]:
-        """(GPU, cores next to it) for each GPU of the run; one (None, cores) on CPU."""
-        spec = self.spec
-        if spec.n_gpu == 0:  # one entry per CPU replica (gpu_per_run of them)
-            low, cpr = run_slot * spec.cores_per_run, spec.cpu_per_run
-            return [(None, list(range(low + i * cpr, low + (i + 1) * cpr)))
-                    for i in range(spec.gpu_per_run)]
-        # Spread slots over GPU groups first, so fewer runs than slots use every GPU.
-        n_group = spec.n_gpu // spec.gpus_per_run
-        group, context = run_slot % n_group, run_slot // n_group
-        per_context = spec.cores_per_context
-        layout = []
-        for gpu in range(group * spec.gpus_per_run, (group + 1) * spec.gpus_per_run):
-            low = (gpu * spec.contexts_per_gpu + context) * per_context
-            layout.append((gpu, list(range(low, low + per_context))))
-        return layout
-
     def slot_affinity(self, run_slot: int) -> AttrDict | list[AttrDict]:
-        layout = self.run_layout(run_slot)
+        parts = slot_parts(self.spec, run_slot)
         if self.spec.async_sample:
-            return self.async_affinity(layout)
-        replicas = [self.sampler_part(cores, gpu, self.spec.cpu_reserved) for gpu, cores in layout]
+            return self.async_affinity(parts)
+        replicas = [self.sampler_part(part) for part in parts]
         return replicas if self.spec.gpu_per_run > 1 else replicas[0]
 
-    def async_affinity(self, layout: list[tuple[int | None, list[int]]]) -> AttrDict:
-        spec = self.spec
-        n_opt_cores = spec.optimizer_cores
-        optimizer, used = [], set()
-        for gpu, cores in layout[: spec.gpu_per_run]:  # Each optimizer next to its GPU.
-            optimizer.append(self.optimizer_part(cores[:n_opt_cores], gpu))
-            used.update(cores[:n_opt_cores])
-        left = [c for _, cores in layout for c in cores if c not in used]
-        if spec.sample_gpu_per_run == 0:
-            sampler: AttrDict | list[AttrDict] = self.sampler_part(left, None, reserved=0)
-        else:
-            gpus = [gpu for gpu, _ in layout]
-            if spec.optim_sample_share_gpu:
-                sample_gpus = gpus[: spec.sample_gpu_per_run]
-            else:
-                sample_gpus = gpus[spec.gpu_per_run:]
-            share = len(left) // len(sample_gpus)
-            sampler = [
-                self.sampler_part(left[j * share:(j + 1) * share], gpu, reserved=0)
-                for j, gpu in enumerate(sample_gpus)
-            ]
-        return AttrDict(optimizer=optimizer, sampler=sampler, set_affinity=spec.set_affinity)
+    def async_affinity(self, parts: list[Part]) -> AttrDict:
+        optimizer = [self.optimizer_part(p) for p in parts if p.role == "optimizer"]
+        samplers = [self.sampler_part(p) for p in parts if p.role == "sampler"]
+        all_cpus = tuple(c for p in optimizer for c in p["cpus"]) + tuple(
+            c for p in samplers for c in p["master_cpus"])
+        return AttrDict(
+            all_cpus=all_cpus,
+            optimizer=optimizer,
+            # A list of samplers, one per sampling GPU; one sampler dict with none.
+            sampler=samplers if self.spec.sample_gpus else samplers[0],
+            set_affinity=self.spec.set_affinity,
+        )
 
 
 def _parts(affinity: Any) -> list[dict]:
@@ -361,20 +347,25 @@ def single_run_code(affinity_code: str, set_affinity: bool | None = None) -> str
     return one_run.to_code(run_slot=0)
 
 
-def quick_affinity_code(n_parallel: int | None = None, use_gpu: bool = True) -> str:
-    """A layout for this machine: one run per GPU, or ``n_parallel`` CPU-only runs.
+def quick_affinity_code(
+    n_parallel: int | None = None, use_gpu: bool = True, contexts_per_gpu: int = 1
+) -> str:
+    """A layout for this machine: runs on the GPUs, or ``n_parallel`` CPU-only runs.
 
     Uses every CPU available to the process, with hyperthread siblings when the
     CPU numbering shows them (second half of the CPUs = siblings of the first).
 
     Args:
-        n_parallel: runs at once. With GPUs: at most this many GPUs, one run each
-            (None: all GPUs). Without GPUs: the cores are split into this many runs
-            (None: one run on all cores).
+        n_parallel: with GPUs: at most this many GPUs (None: all GPUs). Without GPUs:
+            the cores are split into this many runs (None: one run on all cores).
         use_gpu: use the visible CUDA devices (if any).
+        contexts_per_gpu: runs sharing each GPU, each with its share of the cores
+            (GPU layouts only; default 1).
     """
     if n_parallel is not None and (not isinstance(n_parallel, int) or n_parallel < 1):
         raise ValueError(f"n_parallel={n_parallel!r} is invalid: use None or an integer >= 1")
+    if not isinstance(contexts_per_gpu, int) or contexts_per_gpu < 1:
+        raise ValueError(f"contexts_per_gpu={contexts_per_gpu!r} is invalid: use an integer >= 1")
     cpus = available_cpus()
     hto = detect_hyperthread_offset(cpus)
     n_core = hto or len(cpus)
@@ -384,10 +375,15 @@ def quick_affinity_code(n_parallel: int | None = None, use_gpu: bool = True) -> 
 
         n_gpu = torch.cuda.device_count()
     if n_gpu > 0:
-        n_gpu = min(n_gpu, n_parallel or n_gpu, n_core)
-        return encode_affinity(
-            n_cpu_core=n_core // n_gpu * n_gpu, n_gpu=n_gpu, hyperthread_offset=hto
-        )
+        n_gpu = min(n_gpu, n_parallel or n_gpu)
+        n_run = n_gpu * contexts_per_gpu
+        if n_run > n_core:
+            raise ValueError(
+                f"{n_gpu} GPUs x contexts_per_gpu={contexts_per_gpu} runs do not fit the "
+                f"{n_core} cores available to this process; what fits: n_parallel * "
+                f"contexts_per_gpu <= {n_core}")
+        return encode_affinity(n_cpu_core=n_core // n_run * n_run, n_gpu=n_gpu,
+                               contexts_per_gpu=contexts_per_gpu, hyperthread_offset=hto)
     n_run = n_parallel or 1
     if n_run > n_core:
         raise ValueError(

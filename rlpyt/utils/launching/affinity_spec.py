@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+import warnings
 from typing import Any
 
 __all__ = ["BOOL_KEYS", "KEYWORDS", "RUN_SLOT_TAG", "TAGS", "AffinitySpec", "check_slot",
@@ -66,15 +67,25 @@ class AffinitySpec:
         return self.gpu_per_run
 
     @property
+    def sample_gpus(self) -> int:
+        """Sampling GPUs of an async run: every optimizer GPU when they share (as in
+        classic rlpyt, whatever ``sample_gpu_per_run`` says), else ``sample_gpu_per_run``."""
+        if not self.async_sample or self.n_gpu == 0:
+            return 0
+        return self.gpu_per_run if self.optim_sample_share_gpu else self.sample_gpu_per_run
+
+    @property
     def cores_per_context(self) -> int:
-        """Cores next to one GPU context (GPU mode only)."""
+        """Cores next to one GPU context (sync GPU mode only)."""
         return self.n_cpu_core // (self.n_gpu * self.contexts_per_gpu)
 
     @property
     def cores_per_run(self) -> int:
         if self.n_gpu == 0:  # gpu_per_run CPU replicas (SyncRl ranks) of cpu_per_run cores
             return self.cpu_per_run * self.gpu_per_run
-        return self.cores_per_context * self.gpus_per_run
+        if self.async_sample:  # Classic rlpyt: the cores split evenly among the runs.
+            return self.n_cpu_core // max(self.n_run_slots, 1)
+        return self.cores_per_context * self.gpu_per_run
 
     @property
     def optimizer_cores(self) -> int:
@@ -85,12 +96,37 @@ class AffinitySpec:
     def n_run_slots(self) -> int:
         if self.n_gpu == 0:
             return self.n_cpu_core // self.cores_per_run
+        if self.async_sample:
+            return self.n_gpu // self.gpus_per_run
         return self.n_gpu // self.gpus_per_run * self.contexts_per_gpu
 
     @property
+    def n_sockets(self) -> int:
+        return self.n_socket or 1
+
+    @property
+    def cores_per_socket(self) -> int:
+        """Cores the layout uses in each socket."""
+        return self.n_cpu_core // self.n_sockets
+
+    @property
+    def socket_stride(self) -> int:
+        """Core index where each socket starts: the machine's cores per socket."""
+        return max(self.n_cpu_core, self.hyperthread_offset or 0) // self.n_sockets
+
+    @property
+    def n_machine_cores(self) -> int:
+        """Core indices the machine has: ``hyperthread_offset`` if given, else the cores used."""
+        return self.socket_stride * self.n_sockets
+
+    @property
     def n_cpu_index(self) -> int:
-        """CPU indices the layout touches: cores plus their hyperthread siblings."""
-        return self.n_cpu_core + (self.hyperthread_offset or 0)
+        """CPU indices the layout spans: up to its last core's hyperthread sibling."""
+        from rlpyt.utils.launching.affinity_layout import slot_parts
+
+        last = max(core for slot in range(self.n_run_slots)
+                   for part in slot_parts(self, slot) for core in part.cores)
+        return last + 1 + (self.hyperthread_offset or 0)
 
     # ---- codes -------------------------------------------------------------------------
     def to_code(self, run_slot: int | None = None) -> str:
@@ -103,7 +139,8 @@ class AffinitySpec:
 
     # ---- validation ----------------------------------------------------------------------
     def check(self) -> None:
-        """Raise ValueError naming the first keyword that cannot work, and why."""
+        """Raise ValueError naming the first keyword that cannot work, and why; warn
+        (``UserWarning``) where a layout leaves GPUs or cores unused."""
         self._check_ranges()
         if self.n_gpu == 0:
             self._check_cpu_mode()
@@ -111,6 +148,7 @@ class AffinitySpec:
             self._check_gpu_mode()
         self._check_workers()
         self._check_sockets()
+        self._check_layout()
 
     def _check_ranges(self) -> None:
         minimums = dict(
@@ -158,6 +196,9 @@ class AffinitySpec:
             )
 
     def _check_gpu_mode(self) -> None:
+        if self.async_sample:
+            self._check_async_gpus()
+            return
         n_context = self.n_gpu * self.contexts_per_gpu
         if self.n_cpu_core % n_context:
             raise ValueError(
@@ -165,66 +206,161 @@ class AffinitySpec:
                 f"n_gpu*contexts_per_gpu={n_context} GPU contexts; use a multiple of "
                 f"{n_context} (e.g. {max(n_context, self.n_cpu_core // n_context * n_context)})"
             )
+        if self.n_gpu < self.gpu_per_run:
+            raise ValueError(f"n_gpu={self.n_gpu} is fewer than gpu_per_run={self.gpu_per_run}")
+        if self.n_gpu % self.gpu_per_run:
+            _warn(f"n_gpu={self.n_gpu} is not a multiple of gpu_per_run={self.gpu_per_run}: "
+                  f"{self.n_gpu % self.gpu_per_run} GPU(s) stay unused")
+
+    def _check_async_gpus(self) -> None:
+        """Async runs with GPUs, as classic rlpyt lays them out (``affinity_layout``)."""
+        held = (f"the {self.gpus_per_run} GPUs each run holds (gpu_per_run={self.gpu_per_run}, "
+                f"sample_gpu_per_run={self.sample_gpu_per_run}, optim_sample_share_gpu="
+                f"{self.optim_sample_share_gpu})")
+        if self.contexts_per_gpu > 1:
+            raise ValueError(
+                f"contexts_per_gpu={self.contexts_per_gpu} with async_sample=True is not "
+                f"supported: async runs hold whole GPUs; use contexts_per_gpu=1")
+        if self.n_gpu < self.gpus_per_run:
+            raise ValueError(f"n_gpu={self.n_gpu} is fewer than {held}")
         if self.n_gpu % self.gpus_per_run:
-            raise ValueError(
-                f"n_gpu={self.n_gpu} is not a multiple of the {self.gpus_per_run} GPUs each run "
-                f"holds (gpu_per_run={self.gpu_per_run}, sample_gpu_per_run="
-                f"{self.sample_gpu_per_run}, optim_sample_share_gpu={self.optim_sample_share_gpu})"
-            )
-        if self.optim_sample_share_gpu and not 0 < self.sample_gpu_per_run <= self.gpu_per_run:
-            raise ValueError(
-                f"optim_sample_share_gpu=True samples on the optimizer's GPUs, so "
-                f"sample_gpu_per_run={self.sample_gpu_per_run} must be in 1..gpu_per_run="
-                f"{self.gpu_per_run}"
-            )
+            _warn(f"n_gpu={self.n_gpu} is not a multiple of {held}: "
+                  f"{self.n_gpu % self.gpus_per_run} GPU(s) stay unused")
+        if self.n_cpu_core % self.n_run_slots:
+            _warn(f"n_cpu_core={self.n_cpu_core} does not split evenly among the "
+                  f"{self.n_run_slots} runs: each gets {self.cores_per_run} cores and "
+                  f"{self.n_cpu_core % self.n_run_slots} stay unused")
+        if self.optim_sample_share_gpu and self.sample_gpu_per_run not in (0, self.gpu_per_run):
+            _warn(f"sample_gpu_per_run={self.sample_gpu_per_run} is ignored: with "
+                  f"optim_sample_share_gpu=True each of the gpu_per_run={self.gpu_per_run} "
+                  f"optimizer GPUs also samples (as in classic rlpyt)")
 
     def _check_workers(self) -> None:
         """Every sampler must get at least one worker of ``cpu_per_worker`` whole cores."""
         cpw = self.cpu_per_worker
-        if not self.async_sample:
-            per_replica = self.cores_per_context if self.n_gpu else self.cpu_per_run
-            sampler_cores = [per_replica - self.cpu_reserved]
-            where = f"{per_replica} cores per run{' replica' if self.n_gpu else ''} minus " \
-                f"cpu_reserved={self.cpu_reserved}"
-        else:
-            left = self.cores_per_run - self.gpu_per_run * self.optimizer_cores
-            n_sampler = max(self.sample_gpu_per_run, 1)
-            if left % n_sampler:
-                raise ValueError(
-                    f"the {left} sampler cores of each run do not split evenly among "
-                    f"sample_gpu_per_run={self.sample_gpu_per_run} sampling GPUs"
-                )
-            sampler_cores = [left // n_sampler]
-            where = f"{self.cores_per_run} cores per run minus {self.optimizer_cores} per " \
-                f"optimizer GPU (cpu_reserved={self.cpu_reserved}, at least 1), split among " \
-                f"{n_sampler} sampler(s)"
-        for cores in sampler_cores:
-            if cores < cpw or cores % cpw:
-                raise ValueError(
-                    f"cpu_per_worker={cpw} does not fit the {cores} worker cores ({where}); "
-                    f"workers need a positive multiple of cpu_per_worker"
-                )
+        if self.async_sample:
+            self._check_async_workers()
+            return
+        per_replica = self.cores_per_context if self.n_gpu else self.cpu_per_run
+        cores = per_replica - self.cpu_reserved
+        if cores < cpw or cores % cpw:
+            raise ValueError(
+                f"cpu_per_worker={cpw} does not fit the {cores} worker cores ({per_replica} "
+                f"cores per run{' replica' if self.n_gpu else ''} minus cpu_reserved="
+                f"{self.cpu_reserved}); workers need a positive multiple of cpu_per_worker"
+            )
+
+    def _check_async_workers(self) -> None:
+        cpw, n_opt = self.cpu_per_worker, self.gpu_per_run * self.optimizer_cores
+        left = self.cores_per_run - n_opt
+        n_sampler = max(self.sample_gpus, 1)
+        per_sampler = left // cpw * cpw // n_sampler
+        if self.n_gpu:
+            where = (f"{self.cores_per_run} cores per run minus {n_opt} for the optimizer(s) "
+                     f"(cpu_reserved={self.cpu_reserved}, at least 1 per optimizer), split "
+                     f"among {n_sampler} sampler(s)")
+        else:  # no GPU: speak of the CPU cores and the keyword that sets them
+            where = (f"cpu_per_run={self.cpu_per_run} CPU cores per run minus {n_opt} for the "
+                     f"optimizer (cpu_reserved={self.cpu_reserved}, at least 1)")
+        if per_sampler < cpw:
+            raise ValueError(
+                f"cpu_per_worker={cpw} does not fit the sampler cores ({where}): each sampler "
+                f"needs at least cpu_per_worker cores" + self._async_cpu_advice())
+        idle = left - per_sampler // cpw * cpw * n_sampler
+        if idle:
+            _warn(f"cpu_per_worker={cpw}: {idle} of the {left} sampler cores of each run get no "
+                  f"worker ({where})")
+
+    def _async_cpu_advice(self) -> str:
+        """For an async layout without GPUs: the ``cpu_per_run`` values that would fit."""
+        if not self.async_sample or self.n_gpu:
+            return ""
+        cpw, opt = self.cpu_per_worker, self.optimizer_cores
+        fits = [c for c in range(opt + cpw, self.n_cpu_core + 1)
+                if self.n_cpu_core % c == 0 and (c - opt) % cpw == 0]
+        if self.n_cpu_core < opt + cpw:
+            return (f"; n_cpu_core={self.n_cpu_core} is too few CPU cores for an async run "
+                    f"(it needs {opt + cpw}: the optimizer's and a sampler worker's)")
+        if not fits:
+            return (f"; no cpu_per_run fits: {opt} optimizer core(s) plus a multiple of "
+                    f"cpu_per_worker={cpw} must divide n_cpu_core={self.n_cpu_core}; change "
+                    f"cpu_per_worker or cpu_reserved")
+        return f"; cpu_per_run values that fit n_cpu_core={self.n_cpu_core}: {fits}"
 
     def _check_sockets(self) -> None:
-        n_socket = self.n_socket or 1
+        n_socket = self.n_sockets
         if n_socket == 1:
             return
-        if self.n_cpu_core % n_socket or self.n_gpu % n_socket:
+        if self.n_cpu_core % n_socket:
             raise ValueError(
-                f"n_socket={n_socket} must divide n_cpu_core={self.n_cpu_core} and "
-                f"n_gpu={self.n_gpu} so that each socket holds the same share"
-            )
-        # Runs are laid out contiguously, so a run stays on one socket exactly when
-        # its share divides the socket's share (or it spans whole sockets).
+                f"n_socket={n_socket} must divide n_cpu_core={self.n_cpu_core} so that each "
+                f"socket holds the same share")
+        hto = self.hyperthread_offset
+        if hto and hto % n_socket:
+            raise ValueError(
+                f"n_socket={n_socket} must divide hyperthread_offset={hto} (the machine's "
+                f"cores, spread evenly over its sockets)")
+        if self.async_sample and self.n_gpu:
+            self._check_async_sockets()
+            return
+        # Blocks (runs, contexts or replicas) are laid out contiguously, so each stays on
+        # one socket exactly when the blocks divide evenly over the sockets (or a block
+        # spans whole sockets).
         if self.n_gpu:
-            per_socket, per_run, what = self.n_gpu // n_socket, self.gpus_per_run, "GPUs"
+            n_block, what = self.n_gpu * self.contexts_per_gpu, "GPU contexts"
         else:
-            per_socket, per_run, what = self.n_cpu_core // n_socket, self.cores_per_run, "cores"
-        if per_socket % per_run and per_run % per_socket:
+            per = self.cores_per_run if self.async_sample else self.cpu_per_run
+            n_block, what = self.n_cpu_core // per, "runs" if self.async_sample or \
+                self.gpu_per_run == 1 else "CPU replicas"
+        if n_block % n_socket and n_socket % n_block:
             raise ValueError(
-                f"runs of {per_run} {what} would straddle sockets of {per_socket} {what} "
-                f"(n_socket={n_socket}); choose runs that divide a socket or span whole sockets"
-            )
+                f"{n_block} {what} do not spread evenly over n_socket={n_socket} sockets (each "
+                f"would straddle two); choose a layout whose {what} divide the sockets evenly "
+                f"or span whole sockets")
+
+    def _check_async_sockets(self) -> None:
+        n_socket, n_run = self.n_sockets, self.n_run_slots
+        if self.n_gpu % n_socket:
+            raise ValueError(
+                f"n_socket={n_socket} must divide n_gpu={self.n_gpu} so that each socket "
+                f"holds the same share")
+        if self.gpus_per_run <= self.n_gpu // n_socket:
+            if n_run % n_socket:
+                raise ValueError(
+                    f"the {n_run} async runs do not spread evenly over n_socket={n_socket} "
+                    f"sockets; choose n_gpu, gpu_per_run and sample_gpu_per_run so that they do")
+            return
+        span = n_socket // n_run if n_socket % n_run == 0 else 0
+        if not span or self.gpu_per_run % span or self.sample_gpus % span \
+                or self.optim_sample_share_gpu:
+            raise ValueError(
+                f"async runs of {self.gpus_per_run} GPUs span sockets of "
+                f"{self.n_gpu // n_socket} GPUs (n_socket={n_socket}); that needs whole sockets "
+                f"per run, gpu_per_run and sample_gpu_per_run divisible by the sockets per run, "
+                f"and optim_sample_share_gpu=False; or use n_socket=None")
+
+    def _check_layout(self) -> None:
+        """Lay out every slot and refuse a layout that gives a CPU to two processes."""
+        from rlpyt.utils.launching.affinity_layout import slot_parts
+
+        owner: dict[int, str] = {}
+        for slot in range(self.n_run_slots):
+            for i, part in enumerate(slot_parts(self, slot)):
+                name = f"run slot {slot}'s {part.role} {i}"
+                for core in part.cores:
+                    if core in owner or core >= self.n_machine_cores:
+                        clash = f"to {owner[core]} and {name}" if core in owner else \
+                            f"beyond the machine's {self.n_machine_cores} cores to {name}"
+                        raise ValueError(
+                            f"this layout (n_cpu_core={self.n_cpu_core}, n_gpu={self.n_gpu}, "
+                            f"gpu_per_run={self.gpu_per_run}, n_socket={self.n_socket}, "
+                            f"hyperthread_offset={self.hyperthread_offset}) would give core "
+                            f"{core} {clash}; choose another n_socket or gpu_per_run")
+                    owner[core] = name
+
+
+def _warn(message: str) -> None:
+    warnings.warn(f"affinity: {message}", UserWarning, stacklevel=4)
 
 
 def spec_from_kwargs(**kwargs: Any) -> AffinitySpec:

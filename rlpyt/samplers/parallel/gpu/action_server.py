@@ -102,6 +102,12 @@ class ActionServer:
                 group.samples.agent.bootstrap_value[:] = numpify_buffer(value)
             if self.alternating_agent_steps:
                 self.agent.toggle_alt()  # Bootstrap the other group with its own state.
+        self._act_on_envs(None)
+
+    def _act_on_envs(self, envs: slice | None) -> None:
+        act_on_envs = getattr(getattr(self, "agent", None), "act_on_envs", None)  # (Doubles.)
+        if act_on_envs is not None:
+            act_on_envs(envs)
 
     def _await(self, group) -> None:
         if group.stepping:
@@ -115,6 +121,8 @@ class ActionServer:
     def _select_actions(self, group, t: int) -> None:
         agent_buf, step = group.samples.agent, group.step
         agent_buf.prev_action[t] = step.action
+        if len(self.groups) > 1:  # The agent acts on this group's envs only.
+            self._act_on_envs(slice(group.start, group.stop))
         agent_step = self.agent.step(*group.inputs_pyt)
         step.action[:] = numpify_buffer(agent_step.action)
         agent_buf.action[t] = step.action
@@ -145,6 +153,7 @@ class ActionServer:
 
     # ---- evaluation (hooks of ``ParallelSamplerBase._serve_evaluation``) ------------------
     def _eval_begin(self, itr) -> None:
+        self._act_on_envs(None)
         self.agent.reset()
 
     def _eval_reset_states(self) -> None:
