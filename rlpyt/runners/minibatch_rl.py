@@ -361,6 +361,8 @@ class MinibatchRlBase(BaseRunner):
         self.eval_history = list(state["eval_history"])
         self._start_time = time.time() - state["elapsed"]  # CumTime goes on counting
         if "divergence" in state:  # (absent in checkpoints of older versions)
+            if getattr(self, "_divergence_watch", None) is None:  # (no startup: nothing to run)
+                self._divergence_watch = DivergenceWatch()
             self._divergence_watch.load_state_dict(state["divergence"])
             self._watched_updates = state["watched_updates"]
 
