@@ -113,9 +113,9 @@ def test_config_file_restarts_from_a_saved_run(default_run, tmp_path, capture_ru
 def test_unknown_keys_exit_2_listing_valid_keys(tmp_path, capsys, args, expected):
     code = main(["train", "--n-steps", "100", "--log-dir", str(tmp_path), *args])
     assert code == 2
-    out = capsys.readouterr().out
+    err = capsys.readouterr().err  # errors go to stderr (tests/test_cli_errors.py)
     for text in expected:
-        assert text in out, out
+        assert text in err, err
     assert not os.path.exists(tmp_path / "run_0")  # nothing was run
 
 

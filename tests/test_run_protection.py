@@ -141,3 +141,23 @@ def test_resume_cuts_progress_back_and_purges_later_tensorboard_events(tmp_path)
     events = accumulator.EventAccumulator(run_dir)
     events.Reload()
     assert [(e.step, e.value) for e in events.Scalars("A")] == [(0, 0.0), (1, 1.0), (2, 9.0)]
+
+
+@pytest.mark.parametrize("how", ["new", "resume"])
+def test_the_cli_refuses_a_live_run_dir_within_a_second(how, tmp_path, capsys):
+    """The lock is taken before any component is built (env, model, replay, workers)."""
+    proc = child(KILLED_RUN, str(tmp_path), "live")
+    try:
+        while proc.stdout.readline().strip() != "ready":
+            assert proc.poll() is None, proc.stderr.read()
+        args = (["--resume", str(tmp_path / "run_0")] if how == "resume"
+                else ["--log-dir", str(tmp_path), "--algo", "dqn"])
+        start = time.perf_counter()
+        code = main(["train", *args])
+        elapsed = time.perf_counter() - start
+    finally:
+        proc.kill()
+        proc.wait()
+    err = capsys.readouterr().err
+    assert code == 1 and f"in use by a live run (pid {proc.pid})" in err, err
+    assert elapsed < 1.0, f"refused after {elapsed:.2f} s"

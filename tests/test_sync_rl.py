@@ -525,7 +525,7 @@ def test_cli_rejects_a_bad_nproc(capsys):
     from rlpyt.cli import main
 
     assert main(["train", "--nproc", "0"]) == 2
-    assert "--nproc 0" in capsys.readouterr().out
+    assert "rlpyt train: error: --nproc 0" in capsys.readouterr().err
 
 
 def test_cli_resumes_an_nproc_run_with_its_ranks(tmp_path):

@@ -1,14 +1,18 @@
 """The ``rlpyt`` command: ``train``, ``evaluate``, ``plot`` and ``launch``.
 
-Errors print one line (``rlpyt train: error: ...``) and exit with code 2 (bad input,
-found before anything ran) or 1 (a failure during the run); ``--debug`` (or the
-environment variable ``RLPYT_DEBUG=1``) shows the full traceback instead.
+Errors print one line on stderr (``rlpyt train: error: ...``), the cause first: for a
+failure in another process (a sampler worker, a SyncRl rank, the async sampler), that
+process's exception type and message, then where it happened.  The exit code is 2 (bad
+input, found before anything ran) or 1 (a failure during the run).  The full traceback
+goes to the run's ``debug.log``; ``--debug`` (or the environment variable
+``RLPYT_DEBUG=1``) shows it on stderr instead.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 
 __all__ = ["main"]
@@ -45,6 +49,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the ``rlpyt`` command; ``argv`` None: this process's arguments (the program
+    itself, which then exits at once after the command: see ``_exit_fast``)."""
+    code = _main(argv)
+    if argv is None:
+        _exit_fast()
+    return code
+
+
+def _exit_fast() -> None:
+    """Leave the heap out of the interpreter's last garbage collection: the command is
+    over (workers stopped, files closed), and a full collection of everything torch and
+    the envs loaded takes seconds on a busy machine, delaying the exit after a signal."""
+    import gc
+
+    gc.freeze()
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     try:
         args, extra = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
@@ -54,13 +76,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     debug = args.debug or os.environ.get("RLPYT_DEBUG", "") not in ("", "0")
+    from rlpyt.utils.process import interrupt_on_sigterm
+
     try:
-        return int(args.handler(args, extra) or 0)
-    except KeyboardInterrupt:
+        with interrupt_on_sigterm():  # SIGTERM stops a run as Ctrl-C does
+            return int(args.handler(args, extra) or 0)
+    except KeyboardInterrupt as e:
         if debug:
             raise
         print(f"rlpyt {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return 128 + getattr(e, "signum", 2)  # 130 (SIGINT) or 143 (SIGTERM)
     except Exception as e:
         if debug:
             raise
@@ -71,7 +96,52 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _one_line(e: BaseException) -> str:
+    """The error in one line, its cause first (see the module doc)."""
     text = str(e).strip() or type(e).__name__
     if isinstance(e, KeyError) and len(e.args) == 1:
         text = str(e.args[0])
+    cause, where = _innermost_cause(text)
+    if cause is not None:
+        text = f"{cause} (in {where})" if where else cause
+    elif not isinstance(e, (ValueError, TypeError, LookupError, OSError)):  # bad input: plain
+        text = f"{type(e).__name__}: {text}"
     return " ".join(text.split())
+
+
+_TRACEBACK = "Traceback (most recent call last):"
+_CHAINED = ("The above exception was the direct cause of the following exception:",
+            "During handling of the above exception, another exception occurred:")
+
+
+def _innermost_cause(text: str) -> tuple[str | None, str]:
+    """``(the exception line of the innermost traceback embedded in text, where it
+    happened)``: an error from another process carries that process's traceback in its
+    message, and its last exception is the cause (followed down when it carries a
+    traceback itself; of a chain of exceptions, the one raised last)."""
+    where, cause = [], None
+    while _TRACEBACK in text:
+        head, tail = text.split(_TRACEBACK, 1)
+        head = head.strip().rstrip(":").strip()
+        if head:
+            place = head.splitlines()[0].rstrip(":").strip()
+            where.append(place[:-len(" failed")] if place.endswith(" failed") else place)
+        lines = tail.splitlines()[1:]
+        start = next((i for i, line in enumerate(lines) if line and not line[0].isspace()),
+                     None)
+        if start is None:
+            break
+        rest = lines[start:]
+        marker = next((i for i, line in enumerate(rest) if line.strip() in _CHAINED), None)
+        if marker is not None:  # chained: the exception raised last comes after the marker
+            text = "\n".join(rest[marker + 1:])
+            continue
+        text = cause = "\n".join(rest).strip()
+    if cause is None:
+        return None, ""
+    lines = [line for line in cause.splitlines() if not _ALSO_STOPPED.match(line)]
+    cause = _QUALIFIED.sub(r"\1", "\n".join(lines))  # rlpyt.runners.base.X: -> X:
+    return cause, "; ".join(where)
+
+
+_ALSO_STOPPED = re.compile(r"^\(rank \d+ also stopped: .*\)$")  # the SyncRl report's tail
+_QUALIFIED = re.compile(r"^(?:[A-Za-z_][\w]*\.)+([A-Za-z_]\w*:)")

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import inspect
 import json
 import math
 import os
+import sys
+import traceback
+from collections.abc import Iterator
 
 from rlpyt.cli.overrides import ConfigError, apply_overrides, parse_override_args
-from rlpyt.cli.presets import PRESETS, import_path, preset_for
+from rlpyt.cli.presets import MINATAR_PREFIX, MINATAR_PRESETS, PRESETS, import_path, preset_for
 from rlpyt.utils.logging.run_dir import next_run_id
 
 __all__ = ["add_train_parser", "build_config", "load_run_config", "run_train",
@@ -35,7 +39,8 @@ ASYNC_SAMPLERS = {
 }
 ASYNC_RUNNER = "rlpyt.runners.async_rl:AsyncRlEval"
 RUNNER_KEYWORDS = {"n_steps", "log_interval_steps", "log_traj_window",
-                   "checkpoint_interval_steps", "checkpoint_replay", "max_abs_value"}
+                   "checkpoint_interval_steps", "checkpoint_replay", "max_abs_value",
+                   "divergence"}
 ASYNC_RUNNER_KEYWORDS = RUNNER_KEYWORDS | {"max_ahead", "progress_timeout"}
 
 
@@ -155,16 +160,34 @@ def _keyword_defaults(cls) -> dict:
     return defaults
 
 
-def _action_kind(env_id: str, env_kwargs: dict) -> str:
+def _action_space(env_id: str, env_kwargs: dict) -> tuple[str, str]:
+    """``("discrete" or "continuous", the action space in words)`` of the env."""
     from rlpyt.envs.gym import make
     from rlpyt.spaces.int_box import IntBox
 
     env = make(env_id, **env_kwargs)
     try:
         space = getattr(env.action_space, "space", env.action_space)
-        return "discrete" if isinstance(space, IntBox) else "continuous"
+        return ("discrete" if isinstance(space, IntBox) else "continuous"), repr(space)
     finally:
         env.close()
+
+
+def _agent_class(config: dict, preset) -> str:
+    """The preset's agent for the env's action space; a ``ConfigError`` naming the
+    algorithm, the space and the algorithms that fit it when there is none."""
+    env = dict(config["env"])
+    env_id = env.pop("id")
+    kind, space = _action_space(env_id, env)
+    if kind in preset.agents:
+        return preset.agents[kind]
+    presets = MINATAR_PRESETS if env_id.startswith(MINATAR_PREFIX) else PRESETS
+    fits = sorted(name for name, p in presets.items() if kind in p.agents)
+    algo = config["algo_name"]
+    raise ConfigError(f"--algo {algo} ({import_path(preset.algo).__name__}) does not fit "
+                      f"{env_id}: its action space is {kind} ({space}), and {algo} takes "
+                      f"only {' or '.join(sorted(preset.agents))} actions; algorithms for "
+                      f"{kind} actions: {', '.join(fits)}")
 
 
 def build_config(args, extra: list[str]) -> dict:
@@ -217,9 +240,7 @@ def build_config(args, extra: list[str]) -> dict:
         config["tensorboard"] = True  # kept by --resume, which reads the saved config
     preset = preset_for(config["algo_name"], config["env"]["id"])
     _check_async(config, preset)
-    env = dict(config["env"])
-    kind = _action_kind(env.pop("id"), env)
-    config["agent_class"] = preset.agents[kind]
+    config["agent_class"] = _agent_class(config, preset)
     valid = dict(
         algo=_keywords(import_path(preset.algo)),
         agent=_keywords(import_path(config["agent_class"])),
@@ -358,8 +379,12 @@ def train_from_config(config: dict, log_dir: str, run_ID: int = 0,
     name = f"{config['algo_name']}_{env_kwargs['id']}"
     with logger_context(log_dir, run_ID, name, log_params=dict(config=config),
                         snapshot_mode=snapshot_mode, override_prefix=True, resume=resume,
-                        use_summary_writer=bool(config.get("tensorboard"))):
-        return _train_with_row_lines(runner)
+                        use_summary_writer=bool(config.get("tensorboard"))) as run_dir:
+        try:
+            return _train_with_row_lines(runner)
+        except Exception:
+            _log_traceback(run_dir)
+            raise
 
 
 def _train_with_row_lines(runner) -> dict:
@@ -374,6 +399,16 @@ def _train_with_row_lines(runner) -> dict:
         return runner.train()
     finally:
         logger.set_terminal_rows("table")
+
+
+def _log_traceback(run_dir: str) -> None:
+    """The full traceback of the failure into the run's ``debug.log`` (the command line
+    prints one line; ``--debug`` prints the traceback)."""
+    try:
+        with open(os.path.join(run_dir, "debug.log"), "a") as f:
+            f.write(f"The run failed:\n{traceback.format_exc()}")
+    except OSError:
+        pass
 
 
 def _resume_config(args, extra: list[str]) -> tuple[dict, str, int]:
@@ -434,7 +469,6 @@ def _cpus() -> list[int]:
 def _report_interrupt(run_dir: str) -> None:
     """After Ctrl-C: the checkpoint a resume continues from and the command to type."""
     import shlex
-    import sys
 
     from rlpyt.utils.logging.run_dir import latest_checkpoint
 
@@ -447,24 +481,82 @@ def _report_interrupt(run_dir: str) -> None:
           f"Resume with: rlpyt train --resume {shlex.quote(run_dir)}", file=sys.stderr)
 
 
+def _run_dir_of(args) -> str | None:
+    """The run directory this command will write, worked out from the flags alone (no
+    env, no torch), so that its lock is taken before anything is built; None where it
+    cannot be known yet (the error then comes from ``build_config``)."""
+    if args.resume:
+        return os.path.abspath(args.resume)
+    log_dir = args.log_dir
+    if log_dir is None:
+        try:
+            algo = load_run_config(args.config)["algo_name"] if args.config else args.algo
+            env_id = args.env or (load_run_config(args.config)["env"]["id"] if args.config
+                                  else preset_for(algo, args.env).env)
+        except (ConfigError, KeyError, TypeError):
+            return None
+        log_dir = os.path.join("runs", f"{algo}_{env_id}")
+    if args.run_id is None:  # fixed now: the lock will make its dir
+        args.run_id = _default_run_id(log_dir)
+    return os.path.abspath(os.path.join(log_dir, f"run_{args.run_id}"))
+
+
+def _default_run_id(log_dir: str) -> int:
+    """The next free run id; 0 under torchrun, where every rank must name the same run
+    without talking to the others first (a relaunch continues it with --resume)."""
+    return 0 if launched_by_torchrun() else next_run_id(log_dir)
+
+
+@contextlib.contextmanager
+def _locked_run_dir(run_dir: str | None, resume: bool) -> Iterator[None]:
+    """Hold ``run_dir``'s lock (and refuse a finished run) from the start of the command;
+    ``logger_context`` takes the same lock again.  A directory this made and nothing
+    else wrote to (the command failed before training) is removed again."""
+    from rlpyt.utils.logging.run_dir import LOCK_FILE, RunLock, check_run_dir_free
+
+    if run_dir is None or (launched_by_torchrun() and int(os.environ["RANK"]) != 0):
+        yield  # rank 0 alone writes the run directory
+        return
+    missing = []
+    path = run_dir
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        missing.append(path)
+        path = os.path.dirname(path)
+    lock = RunLock(run_dir).acquire()
+    try:
+        if not resume:
+            check_run_dir_free(run_dir)
+        yield
+    finally:
+        if missing and os.listdir(run_dir) == [LOCK_FILE]:
+            os.remove(os.path.join(run_dir, LOCK_FILE))
+            for made in missing:  # deepest first
+                if os.listdir(made):
+                    break
+                os.rmdir(made)
+        lock.release()
+
+
 def run_train(args, extra: list[str]) -> int:
-    try:
-        if args.resume:
-            config, log_dir, run_id = _resume_config(args, extra)
-        else:
-            config = build_config(args, extra)
-            env_id = config["env"]["id"]
-            log_dir = args.log_dir or os.path.join("runs", f"{config['algo_name']}_{env_id}")
-            run_id = args.run_id if args.run_id is not None else next_run_id(log_dir)
-    except ConfigError as e:
-        print(f"rlpyt train: {e}")
-        return 2
-    try:
-        summary = train_from_config(config, log_dir, run_id, args.snapshot_mode,
-                                    resume=True if args.resume else None)
-    except KeyboardInterrupt:
-        _report_interrupt(os.path.join(log_dir, f"run_{run_id}"))
-        return 130
+    with _locked_run_dir(_run_dir_of(args), bool(args.resume)):
+        try:
+            if args.resume:
+                config, log_dir, run_id = _resume_config(args, extra)
+            else:
+                config = build_config(args, extra)
+                env_id = config["env"]["id"]
+                log_dir = args.log_dir or os.path.join("runs",
+                                                       f"{config['algo_name']}_{env_id}")
+                run_id = args.run_id if args.run_id is not None else _default_run_id(log_dir)
+        except ConfigError as e:
+            print(f"rlpyt train: error: {e}", file=sys.stderr)
+            return 2
+        try:
+            summary = train_from_config(config, log_dir, run_id, args.snapshot_mode,
+                                        resume=True if args.resume else None)
+        except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: say how to go on
+            _report_interrupt(os.path.join(log_dir, f"run_{run_id}"))
+            return 128 + getattr(e, "signum", 2)  # 130 (SIGINT) or 143 (SIGTERM)
     if launched_by_torchrun() and int(os.environ["RANK"]) != 0:
         return 0  # rank 0 reports
     final = summary.get("final_eval_return", float("nan"))

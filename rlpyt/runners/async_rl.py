@@ -185,7 +185,8 @@ class AsyncRlBase(MinibatchRlBase):
             consumed at the replay ratio; None takes the algorithm's
             ``async_max_ahead`` if it has one, else 2.  Larger values overlap better and
             let the measured ratio wander further within a log interval.
-        checkpoint_interval_steps, checkpoint_replay, max_abs_value: as ``MinibatchRl``
+        checkpoint_interval_steps, checkpoint_replay, max_abs_value, divergence: as
+            ``MinibatchRl``
             (whole-run checkpoints at log rows, taken by the optimizer process with the
             replay read under its lock; the divergence guard). ``train(resume=...)``
             continues the optimizer's state exactly; the sampler restarts its envs.
@@ -200,7 +201,7 @@ class AsyncRlBase(MinibatchRlBase):
     def __init__(self, algo, agent, sampler, n_steps, affinity=None, seed=None,
                  log_interval_steps=1e5, log_traj_window=100, max_ahead=None,
                  checkpoint_interval_steps=None, checkpoint_replay=True, max_abs_value=None,
-                 progress_timeout=DEFAULT_PROGRESS_TIMEOUT_S):
+                 progress_timeout=DEFAULT_PROGRESS_TIMEOUT_S, divergence="stop"):
         if not isinstance(sampler, AsyncSamplerBase):
             raise TypeError(
                 f"{type(self).__name__} needs an asynchronous sampler from "
@@ -215,7 +216,8 @@ class AsyncRlBase(MinibatchRlBase):
                          log_interval_steps=log_interval_steps,
                          log_traj_window=log_traj_window,
                          checkpoint_interval_steps=checkpoint_interval_steps,
-                         checkpoint_replay=checkpoint_replay, max_abs_value=max_abs_value)
+                         checkpoint_replay=checkpoint_replay, max_abs_value=max_abs_value,
+                         divergence=divergence)
         self.affinity = affinity
         self.max_ahead = max_ahead
         self.progress_timeout = check_progress_timeout(progress_timeout)
@@ -501,6 +503,7 @@ class AsyncRlBase(MinibatchRlBase):
         timeout = self.sampler.batch_timeout
         if (timeout is not None and self.sampler_process.is_alive() and not control.in_eval.value
                 and time.monotonic() - control.heartbeat.value > timeout):
+            self._sampler_hung = True  # shutdown need not wait for it
             raise AsyncRunError(
                 f"the sampler process (pid {self.sampler_process.pid}) made no progress for "
                 f"over batch_timeout={timeout}s (one batch took longer: a hung env?); its "
@@ -532,9 +535,15 @@ class AsyncRlBase(MinibatchRlBase):
     def _sampler_stack(self) -> str:
         try:
             os.kill(self.sampler_process.pid, signal.SIGUSR1)
-            time.sleep(1.0)
-            with open(self._stack_file) as f:
-                return f.read() or "(no stack was written)"
+            text, deadline = "", time.monotonic() + 1.0
+            while time.monotonic() < deadline:  # until the dump stops growing
+                time.sleep(0.1)
+                with open(self._stack_file) as f:
+                    now = f.read()
+                if now and now == text:
+                    break
+                text = now
+            return text or "(no stack was written)"
         except OSError as e:
             return f"(could not read its stack: {e})"
 
@@ -547,6 +556,8 @@ class AsyncRlBase(MinibatchRlBase):
         self.control.request_stop()
         procs = [p for p in (self.sampler_process, self.copier_process) if p is not None]
         descendants = child_processes(procs)
+        if getattr(self, "_sampler_hung", False):
+            self.sampler_process.terminate()  # Hung: it will not see the stop request.
         deadline = time.monotonic() + JOIN_TIMEOUT_S
         for proc in procs:
             proc.join(timeout=max(0.0, deadline - time.monotonic()))

@@ -9,6 +9,7 @@ from collections import deque
 
 import numpy as np
 import psutil
+import torch
 
 from rlpyt.runners import checkpoint as ckpt
 from rlpyt.runners.base import (
@@ -18,6 +19,7 @@ from rlpyt.runners.base import (
     capped_n_steps,
     training_torch_threads,
 )
+from rlpyt.runners.divergence import DIVERGENCE_MODES, LOSS_WARMUP, DivergenceWatch
 from rlpyt.runners.preflight import check_before_start
 from rlpyt.utils.interrupt import DeferredInterrupt
 from rlpyt.utils.logging import logger
@@ -55,13 +57,18 @@ class MinibatchRlBase(BaseRunner):
             gradient norm (Q values, TD errors, ...) exceeds this in absolute value.
             Default None (no check). Non-finite losses and gradient norms always stop
             the run (``DivergenceError``).
+        divergence: what a finite divergence does: a loss term, gradient norm or the
+            norm of the agent's parameters jumping three orders of magnitude above its
+            own recent history (``rlpyt.runners.divergence``; docs/runners.md).
+            ``"stop"``: raise ``DivergenceError`` (as for a non-finite value);
+            ``"warn"``: log a warning once per term; ``"off"``: no check. Default "stop".
     """
 
     _eval = False
 
     def __init__(self, algo, agent, sampler, n_steps, seed=None, affinity=None,
                  log_interval_steps=1e5, log_traj_window=100, checkpoint_interval_steps=None,
-                 checkpoint_replay=True, max_abs_value=None):
+                 checkpoint_replay=True, max_abs_value=None, divergence="stop"):
         if not (isinstance(n_steps, (int, float)) and n_steps > 0):
             raise ValueError(f"n_steps={n_steps!r} must be a positive number of env steps")
         if not (isinstance(log_interval_steps, (int, float)) and log_interval_steps > 0):
@@ -81,6 +88,9 @@ class MinibatchRlBase(BaseRunner):
         if max_abs_value is not None and not (isinstance(max_abs_value, (int, float))
                                               and max_abs_value > 0):
             raise ValueError(f"max_abs_value={max_abs_value!r} must be a positive number or None")
+        if divergence not in DIVERGENCE_MODES:
+            raise ValueError(f"divergence={divergence!r} must be one of {DIVERGENCE_MODES}")
+        self.divergence = divergence
         self.checkpoint_interval_steps = int(checkpoint_interval_steps)
         self.checkpoint_replay = bool(checkpoint_replay)
         self.max_abs_value = max_abs_value
@@ -278,7 +288,9 @@ class MinibatchRlBase(BaseRunner):
 
     # ---- divergence guard ----------------------------------------------------------------
     def check_opt_info(self, itr: int, opt_info) -> None:
-        """Stop on a non-finite loss or gradient norm; warn on values above max_abs_value."""
+        """Stop on a non-finite loss or gradient norm, or on a finite jump of one (or of
+        the parameter norm) per ``divergence``; warn on values above max_abs_value."""
+        watched = {}
         for name in getattr(opt_info, "_fields", ()):
             values = getattr(opt_info, name)
             values = np.asarray(values if isinstance(values, list) else [values],
@@ -291,6 +303,7 @@ class MinibatchRlBase(BaseRunner):
                 if bad.size:
                     raise DivergenceError(self._divergence_message(
                         f"{type(self.algo).__name__}: {name} is {bad[0]}", itr))
+                watched[name] = float(np.max(np.abs(values)))
             elif self.max_abs_value is not None:
                 peak = np.max(np.abs(values))
                 if peak > self.max_abs_value and name not in self._warned_values:
@@ -298,6 +311,41 @@ class MinibatchRlBase(BaseRunner):
                     logger.log(f"WARNING: |{name}| reached {peak:.4g} at iteration {itr}, above "
                                f"max_abs_value={self.max_abs_value:g}: value estimates may be "
                                f"diverging (lower the learning rate?)")
+        if self.divergence != "off":
+            self._watch_divergence(itr, watched)
+
+    def _watch_divergence(self, itr: int, peaks: dict) -> None:
+        """The finite-jump check of ``check_opt_info`` (rule: ``rlpyt.runners.divergence``)."""
+        updates = self.algo.update_counter
+        if updates != self._watched_updates:  # the parameters changed
+            self._watched_updates = updates
+            peaks = dict(peaks, paramNorm=self._param_norm())
+        for name, peak in peaks.items():
+            jump = self._divergence_watch.observe(
+                name, peak, warmup=1 if name == "paramNorm" else LOSS_WARMUP)
+            if jump is None:
+                continue
+            what = f"{type(self.algo).__name__}: {jump}"
+            if self.divergence == "stop":
+                raise DivergenceError(self._divergence_message(what, itr)
+                                      + " (divergence='warn' or 'off' skips this check)")
+            if name not in self._warned_values:
+                self._warned_values.add(name)
+                logger.log(f"WARNING: {what} at iteration {itr}: the run may be diverging "
+                           f"(lower the learning rate?)")
+
+    def _param_norm(self) -> float:
+        """L2 norm of every trained parameter of the agent."""
+        with torch.no_grad():
+            squares = [p.detach().float().pow(2).sum() for p in self.agent.parameters()]
+        return math.sqrt(float(torch.stack(squares).sum())) if squares else 0.0
+
+    def _start_divergence_watch(self) -> None:
+        """A fresh history, seeded with the parameter norm before any update."""
+        self._divergence_watch = DivergenceWatch()
+        self._watched_updates = getattr(self.algo, "update_counter", 0)
+        if self.divergence != "off":
+            self._divergence_watch.observe("paramNorm", self._param_norm(), warmup=1)
 
     def _divergence_message(self, what: str, itr: int) -> str:
         last = self.last_checkpoint or "none yet"
@@ -317,6 +365,7 @@ class MinibatchRlBase(BaseRunner):
         self._new_completed_trajs = 0
         self.pbar = RunProgress(self)
         self._warned_values = set()
+        self._start_divergence_watch()
         logger.log(f"Running {self.n_itr} iterations of minibatch RL "
                    f"({self.itr_batch_size} env steps each).")
         self._process = psutil.Process()
@@ -330,6 +379,8 @@ class MinibatchRlBase(BaseRunner):
             last_update_counter=self._last_update_counter, last_itr=self._last_itr,
             cum_eval_time=self._cum_eval_time, eval_history=list(self.eval_history),
             elapsed=time.time() - self._start_time,
+            divergence=self._divergence_watch.state_dict(),
+            watched_updates=self._watched_updates,
         )
 
     def load_diagnostics_state(self, state: dict) -> None:
@@ -342,6 +393,11 @@ class MinibatchRlBase(BaseRunner):
         self._cum_eval_time = state["cum_eval_time"]
         self.eval_history = list(state["eval_history"])
         self._start_time = time.time() - state["elapsed"]  # CumTime goes on counting
+        if "divergence" in state:  # (absent in checkpoints of older versions)
+            if getattr(self, "_divergence_watch", None) is None:  # (no startup: nothing to run)
+                self._divergence_watch = DivergenceWatch()
+            self._divergence_watch.load_state_dict(state["divergence"])
+            self._watched_updates = state["watched_updates"]
 
     def store_diagnostics(self, itr, traj_infos, opt_info):
         self._cum_completed_trajs += len(traj_infos)

@@ -45,7 +45,10 @@ __all__ = ["SyncRl", "SyncRlError", "SyncRlEval", "SyncRlMixin", "agent_digest",
 TORCHRUN_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
 _STOP_GRACE_S = 2.0  # SIGTERM, then SIGKILL after this long
 _EXIT_GRACE_S = 30.0  # after every rank reported success, time to exit on its own
-_INTERRUPT_GRACE_S = 30.0  # after Ctrl-C, time for rank 0's last snapshot
+# After Ctrl-C / SIGTERM, time for rank 0's last snapshot; then SIGTERM, and SIGKILL after
+# _INTERRUPT_STOP_GRACE_S: every rank is gone within 5 s of the signal.
+_INTERRUPT_GRACE_S = 2.0
+_INTERRUPT_STOP_GRACE_S = 1.0
 _POLL_S = 0.2
 _FAILURE_WINDOW_S = 1.0  # after a first failure, collect the others' for the report
 # A rank whose peer died fails inside a collective with one of these; it is not the cause.
@@ -95,12 +98,13 @@ class SyncRlMixin:
     def __init__(self, algo, agent, sampler, n_steps, seed=None, affinity=None,
                  log_interval_steps=1e5, log_traj_window=100, backend: str | None = None,
                  timeout_s: float = 1800.0, checkpoint_interval_steps=None,
-                 checkpoint_replay=True, max_abs_value=None):
+                 checkpoint_replay=True, max_abs_value=None, divergence="stop"):
         self.affinities = _as_affinity_list(affinity)
         super().__init__(algo, agent, sampler, n_steps, seed=seed, affinity=None,
                          log_interval_steps=log_interval_steps, log_traj_window=log_traj_window,
                          checkpoint_interval_steps=checkpoint_interval_steps,
-                         checkpoint_replay=checkpoint_replay, max_abs_value=max_abs_value)
+                         checkpoint_replay=checkpoint_replay, max_abs_value=max_abs_value,
+                         divergence=divergence)
         if backend not in (None, "gloo", "nccl", "mpi"):
             raise ValueError(f"backend={backend!r} must be None (auto), 'gloo', 'nccl' or 'mpi'")
         if not (isinstance(timeout_s, (int, float)) and timeout_s > 0):
@@ -157,11 +161,15 @@ class SyncRlMixin:
             for proc in procs:
                 proc.join(max(deadline - time.monotonic(), 0))
             return summary
-        except KeyboardInterrupt:
-            # Ctrl-C reached the ranks too: let rank 0 write its last snapshot and exit.
+        except KeyboardInterrupt as e:
+            # The ranks have their own process group (a terminal's Ctrl-C, or a signal
+            # to this launcher alone, reaches only it): pass the signal on, once, and let
+            # rank 0 write its last snapshot and exit.
+            _signal_processes(procs, getattr(e, "signum", signal.SIGINT))
             deadline = time.monotonic() + _INTERRUPT_GRACE_S
             for proc in procs:
                 proc.join(max(deadline - time.monotonic(), 0))
+            _stop_processes(procs, _INTERRUPT_STOP_GRACE_S)
             raise
         finally:
             _stop_processes(procs)
@@ -413,6 +421,8 @@ class SyncRlEval(SyncRlMixin, MinibatchRlEval):
 def _spawned_rank_main(runner: SyncRlMixin, rank: int, world_size: int, init_method: str,
                        conn, log_state: dict) -> None:
     die_with_parent()  # a launcher killed with SIGKILL takes its ranks with it
+    os.setpgid(0, 0)  # signals come from the launcher only, once (see _spawn_ranks)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # (even in a background job)
     try:
         summary = runner._train_rank(rank, world_size, rank, init_method, log_state)
         conn.send(("ok", summary if rank == 0 else None))
@@ -491,12 +501,21 @@ def _exit_reason(exitcode: int) -> str:
     return f"exit code {exitcode}"
 
 
-def _stop_processes(procs: list) -> None:
-    """SIGTERM every live rank, SIGKILL what is left after a grace period, reap all."""
+def _signal_processes(procs: list, signum: int) -> None:
+    for proc in procs:
+        if proc.is_alive():
+            try:
+                os.kill(proc.pid, signum)
+            except ProcessLookupError:
+                pass
+
+
+def _stop_processes(procs: list, grace_s: float = _STOP_GRACE_S) -> None:
+    """SIGTERM every live rank, SIGKILL what is left after ``grace_s``, reap all."""
     for proc in procs:
         if proc.is_alive():
             proc.terminate()
-    deadline = time.monotonic() + _STOP_GRACE_S
+    deadline = time.monotonic() + grace_s
     for proc in procs:
         proc.join(max(deadline - time.monotonic(), 0))
     for proc in procs:

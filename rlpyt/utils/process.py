@@ -13,17 +13,22 @@ and they widen back to the granted set as they pin themselves.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
+import threading
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 __all__ = [
     "ParentGuard",
+    "SignalInterrupt",
     "apply_affinity",
     "available_cpus",
     "die_with_parent",
     "granted_cpus",
+    "interrupt_on_sigterm",
     "process_alive",
     "release_fork_server",
 ]
@@ -240,3 +245,32 @@ def _guard_child(master_pid: int) -> ParentGuard:
     if not process_alive(master_pid):
         os._exit(0)  # The master died while this child was starting.
     return ParentGuard(master_pid)
+
+
+class SignalInterrupt(KeyboardInterrupt):
+    """SIGTERM (or another stop signal) turned into a ``KeyboardInterrupt``, so that a run
+    stops as on Ctrl-C (last snapshot, workers stopped, shared memory released);
+    ``signum`` says which signal (the command line exits with ``128 + signum``)."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"stopped by {signal.Signals(signum).name}")
+        self.signum = int(signum)
+
+
+@contextlib.contextmanager
+def interrupt_on_sigterm() -> Iterator[None]:
+    """Within the block, SIGTERM raises ``SignalInterrupt`` in the main thread (outside
+    the main thread, or where SIGTERM is ignored, nothing changes)."""
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGTERM) == signal.SIG_IGN:
+        yield
+        return
+
+    def on_sigterm(signum, frame):
+        raise SignalInterrupt(signum)
+
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

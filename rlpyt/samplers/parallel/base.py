@@ -388,8 +388,8 @@ class ParallelSamplerBase(BaseSampler):
             self.control.stop.value = 1
             self.control.command.value = int(Command.STOP)
             self.control.wake_all()
-        for w in self.monitor.hung if self.monitor is not None else ():
-            self.processes[w].terminate()  # It will not see the stop flag.
+        for w in self.monitor.stuck_workers() if self.monitor is not None else ():
+            self.processes[w].terminate()  # Stuck in an env call: it will not see the flag.
         deadline = time.monotonic() + JOIN_TIMEOUT_S
         for proc in self.processes:
             proc.join(timeout=max(0.0, deadline - time.monotonic()))

@@ -242,6 +242,27 @@ class WorkerMonitor:
                 if since > 0 and now - since > self.step_timeout:
                     self._raise_hung(w, now - since)
 
+    def stuck_workers(self) -> set[int]:
+        """Ranks of workers found hung, or in an env call for longer than
+        ``step_timeout`` now: they will not see a stop request (shutdown ends them)."""
+        stuck = set(self.hung)
+        if self.step_timeout is not None:
+            now = time.monotonic()
+            stuck |= {w for w, since in enumerate(self.control.busy_since)
+                      if since > 0 and now - since > self.step_timeout}
+        return stuck
+
+    def _poll_s(self) -> float:
+        """How long a blocked wait may sleep before the next ``check``: ``POLL_S``, or
+        less, so that a worker passing ``step_timeout`` is seen on time."""
+        if self.step_timeout is None:
+            return POLL_S
+        busy = [since for since in self.control.busy_since if since > 0]
+        if not busy:
+            return POLL_S
+        due = min(busy) + self.step_timeout - time.monotonic()
+        return min(POLL_S, max(due + 0.01, 0.01))
+
     def _raise_hung(self, w: int, elapsed: float) -> None:
         spec = self.specs[w]
         self.hung.add(w)
@@ -284,7 +305,7 @@ class WorkerMonitor:
 
     def acquire(self, sem) -> None:
         """Acquire ``sem``, checking for worker faults while blocked."""
-        while not sem.acquire(timeout=POLL_S):
+        while not sem.acquire(timeout=self._poll_s()):
             self.check()
 
     def await_ready(self, workers) -> None:
@@ -301,7 +322,7 @@ class WorkerMonitor:
         payloads = {}
         while pending:
             try:
-                rank, got_kind, payload = self.control.results.get(timeout=POLL_S)
+                rank, got_kind, payload = self.control.results.get(timeout=self._poll_s())
             except queue.Empty:
                 self.check()
                 continue

@@ -10,7 +10,9 @@
   for the life of a run.  A second live run on the same directory is refused with
   ``RunDirLockedError`` naming the owner's pid.  The kernel drops a flock when its
   owner's file descriptor closes, so the lock of a killed run (even ``kill -9``)
-  is free at once; the file itself staying behind does no harm.
+  is free at once; the file itself staying behind does no harm.  Within one process
+  the lock is re-entrant (``rlpyt train`` takes it before building anything, then
+  ``logger_context`` takes it again): the flock is dropped at the last ``release``.
 """
 
 from __future__ import annotations
@@ -106,8 +108,13 @@ def check_run_dir_free(run_dir: str) -> None:
         )
 
 
+# Locks this process holds: real path of the lock file -> [pid, fd, holders].
+_HELD: dict[str, list] = {}
+
+
 class RunLock:
-    """Exclusive lock of one run directory, held while the run lives.
+    """Exclusive lock of one run directory, held while the run lives (re-entrant
+    within a process).
 
     Args:
         run_dir: the run directory (created if missing).
@@ -117,11 +124,20 @@ class RunLock:
         self.run_dir = run_dir
         self.path = os.path.join(run_dir, LOCK_FILE)
         self._fd: int | None = None
+        self._key: str | None = None
 
     def acquire(self) -> RunLock:
         import fcntl  # POSIX only; imported here so that the module imports anywhere.
 
+        if self._fd is not None:
+            return self
         os.makedirs(self.run_dir, exist_ok=True)
+        key = os.path.realpath(self.path)
+        held = _HELD.get(key)
+        if held is not None and held[0] == os.getpid():  # (a forked child holds nothing)
+            held[2] += 1
+            self._fd, self._key = held[1], key
+            return self
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -135,13 +151,22 @@ class RunLock:
             ) from None
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
-        self._fd = fd
+        self._fd, self._key = fd, key
+        _HELD[key] = [os.getpid(), fd, 1]
         return self
 
     def release(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)  # Closing the descriptor drops the flock.
-            self._fd = None
+        if self._fd is None:
+            return
+        held = _HELD.get(self._key)
+        if held is not None and held[0] == os.getpid() and held[1] == self._fd:
+            held[2] -= 1
+            if held[2] > 0:  # another holder in this process keeps the flock
+                self._fd = None
+                return
+            del _HELD[self._key]
+        os.close(self._fd)  # Closing the descriptor drops the flock.
+        self._fd = None
 
     def __enter__(self) -> RunLock:
         return self.acquire()

@@ -1,0 +1,95 @@
+"""SIGINT or SIGTERM sent to the launcher's PID alone (what a job scheduler, a supervisor
+or ``timeout`` sends) stops every process of the run within 5 s, keeps the last
+checkpoint readable, and exits 130 / 143."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import psutil
+import pytest
+
+from rlpyt.runners.checkpoint import load_checkpoint
+from rlpyt.utils.logging.run_dir import latest_checkpoint
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+STOP_WITHIN_S = 5.0
+
+# The command line, with Python's own SIGINT handler (a test run started as a background
+# job starts its children with SIGINT ignored).
+LAUNCHER = textwrap.dedent("""
+    import signal, sys
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    from rlpyt.cli import main
+    sys.exit(main())  # (as the rlpyt program: arguments from sys.argv)
+""")
+
+RUNS = {
+    "syncrl": ["--algo", "a2c", "--nproc", "2"],
+    "async": ["--algo", "dqn", "--runner", "async", "--algo.min_steps_learn", "200"],
+    "cpu": ["--algo", "a2c", "--sampler-type", "cpu", "--workers", "2"],
+}
+
+
+@pytest.mark.parametrize("run, signum", [
+    ("syncrl", signal.SIGINT), ("syncrl", signal.SIGTERM),
+    ("async", signal.SIGTERM), ("cpu", signal.SIGTERM),
+])
+def test_a_signal_to_the_launcher_alone_stops_the_run(run, signum, tmp_path):
+    run_dir = str(tmp_path / "run_0")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", LAUNCHER, "train", *RUNS[run], "--n-steps", "10000000",
+         "--log-dir", str(tmp_path), "--runner.log_interval_steps", "800",
+         "--runner.checkpoint_interval_steps", "800"],
+        env=dict(os.environ, PYTHONPATH=ROOT), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while latest_checkpoint(run_dir) is None:
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "no checkpoint within 240 s"
+            time.sleep(0.2)
+        children = psutil.Process(proc.pid).children(recursive=True)
+        start = time.monotonic()
+        os.kill(proc.pid, signum)  # the launcher's PID only
+        children_s = code = elapsed = None
+        while time.monotonic() - start < 30 and (code is None or children_s is None):
+            now = time.monotonic() - start
+            if children_s is None and all(_status(p) in (psutil.STATUS_ZOMBIE, None)
+                                          for p in children):
+                children_s = now
+            if code is None and proc.poll() is not None:
+                code = proc.returncode
+                elapsed = now
+            time.sleep(0.02)
+    finally:
+        _kill_group(proc)
+    out, err = proc.communicate()
+    print(f"{run} {signal.Signals(signum).name}: {len(children)} child processes gone after "
+          f"{children_s} s, the launcher after {elapsed} s")
+    assert children_s is not None and children_s < STOP_WITHIN_S, children_s
+    assert code is not None and elapsed < STOP_WITHIN_S, elapsed
+    assert code == 128 + signum, (code, err)
+    assert err.strip().endswith("rlpyt train: interrupted"), err
+    state = load_checkpoint(run_dir)  # the last complete checkpoint reads
+    assert state["itr"] >= 0
+
+
+def _status(process) -> str | None:
+    """A zombie has exited (only its parent has not reaped it yet); None: gone."""
+    try:
+        return process.status()
+    except psutil.NoSuchProcess:
+        return None
+
+
+def _kill_group(proc) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
