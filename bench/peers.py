@@ -61,6 +61,7 @@ from rlpyt.samplers.parallel.gpu.sampler import GpuSampler  # noqa: E402
 ATARI_FRAMES = 4  # Emulator frames per agent step (frame skip).
 SIZES = {  # Agent steps per measurement, by work.
     "tiny": dict(collect=640, ppo_iterations=2, async_steps=4_000, minatar_steps=8_000),
+    "small": dict(collect=3_200, ppo_iterations=3, async_steps=6_000, minatar_steps=20_000),
     "full": dict(collect=12_800, ppo_iterations=6, async_steps=60_000,
                  minatar_steps=150_000),
 }

@@ -13,6 +13,7 @@ prints pip's own error and ``python_of`` returns None, so the benchmark goes on.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
@@ -50,6 +51,14 @@ def python_of(name: str, log=print) -> str | None:
     peer = PEERS[name]
     if peer.pins is None:
         return sys.executable
+    os.makedirs(VENVS, exist_ok=True)
+    with open(os.path.join(VENVS, f"{name}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # One creator at a time; the others wait.
+        return _python_of_locked(peer, log)
+
+
+def _python_of_locked(peer: Peer, log) -> str | None:
+    name = peer.name
     venv = os.path.join(VENVS, name)
     python = os.path.join(venv, "bin", "python")
     stamp = os.path.join(venv, ".pins")

@@ -77,13 +77,25 @@ class MinAtarGym(gym.Env):
         return self._obs(), float(reward), bool(done), False, {}
 
 
-def register_minatar():
-    from sample_factory.algo.utils.context import global_model_factory
-    from sample_factory.envs.env_utils import register_env
+def make_atari(name, cfg, env_config, render_mode=None):
+    """Sample Factory's own Atari env (``sf_examples.atari``), with the ALE envs
+    registered first in whichever worker process builds it."""
+    import ale_py  # noqa: F401  (registers the ALE envs with Gymnasium)
+    from sf_examples.atari.atari_utils import make_atari_env
+
+    return make_atari_env(name, cfg, env_config, render_mode=render_mode)
+
+
+def make_minatar_breakout(name, cfg, env_config, render_mode=None):
+    return MinAtarGym("breakout", render_mode)
+
+
+def make_minatar_encoder(cfg, obs_space):
+    """The MinAtar paper's torso: one 3x3 conv of 16 channels, then 128 units."""
     from sample_factory.model.encoder import Encoder
 
     class MinAtarEncoder(Encoder):
-        def __init__(self, cfg, obs_space):
+        def __init__(self):
             super().__init__(cfg)
             c, h, w = obs_space["obs"].shape
             self.net = nn.Sequential(nn.Conv2d(c, 16, 3), nn.ReLU(), nn.Flatten(),
@@ -95,9 +107,16 @@ def register_minatar():
         def get_out_size(self):
             return 128
 
-    register_env("minatar_breakout", lambda name, cfg, env_config, render_mode=None:
-                 MinAtarGym("breakout", render_mode))
-    global_model_factory().register_encoder_factory(MinAtarEncoder)
+    return MinAtarEncoder()
+
+
+def register_minatar():
+    # Module-level factories: Sample Factory pickles them into its worker processes.
+    from sample_factory.algo.utils.context import global_model_factory
+    from sample_factory.envs.env_utils import register_env
+
+    register_env("minatar_breakout", make_minatar_breakout)
+    global_model_factory().register_encoder_factory(make_minatar_encoder)
 
 
 def main():
@@ -105,14 +124,14 @@ def main():
     p.add_argument("--env", default="atari_pong")
     p.add_argument("--steps", type=int, default=60_000, help="agent steps to train on")
     a = p.parse_args()
-    import ale_py  # noqa: F401  (registers the ALE envs with Gymnasium)
+    from sample_factory.envs.env_utils import register_env
     from sample_factory.train import run_rl
     from sample_factory.utils.utils import log
-    from sf_examples.atari.train_atari import parse_atari_args, register_atari_components
+    from sf_examples.atari.train_atari import parse_atari_args
 
     torch.set_num_threads(1)
     if a.env.startswith("atari_"):
-        register_atari_components()
+        register_env(a.env, make_atari)
     else:
         register_minatar()
     train_dir = tempfile.mkdtemp(prefix="sf_bench_")
