@@ -80,8 +80,14 @@ class MinAtarGym(gym.Env):
 def make_atari(name, cfg, env_config, render_mode=None):
     """Sample Factory's own Atari env (``sf_examples.atari``), with the ALE envs
     registered first in whichever worker process builds it."""
-    import ale_py  # noqa: F401  (registers the ALE envs with Gymnasium)
+    import gymnasium
+    from ale_py.registration import register_v0_v4_envs
     from sf_examples.atari.atari_utils import make_atari_env
+
+    # ale-py 0.12 registers its envs on import only with Gymnasium 1.x (its vector env
+    # needs it); Sample Factory needs Gymnasium 0.29, so register the v4 ids here.
+    if "PongNoFrameskip-v4" not in gymnasium.registry:
+        register_v0_v4_envs()
 
     return make_atari_env(name, cfg, env_config, render_mode=render_mode)
 
@@ -139,6 +145,7 @@ def main():
             "--device=cpu", "--num_workers=2", "--num_envs_per_worker=8",
             "--worker_num_splits=1", "--rollout=20", "--batch_size=320", "--num_epochs=1",
             "--num_batches_per_epoch=1", "--async_rl=True", "--with_vtrace=True",
+            "--recurrence=20",  # V-trace in Sample Factory needs recurrence == rollout.
             "--normalize_input=False", "--normalize_returns=False",
             "--summaries_use_frameskip=False", "--save_every_sec=100000",
             "--save_best_every_sec=100000", "--experiment_summaries_interval=100000",
