@@ -10,6 +10,8 @@ process each step).
 Contenders: ``SerialSampler``; ``CpuSampler`` and ``GpuSampler`` with 1 and 2 workers
 (on this CPU-only machine ``GpuSampler``'s master runs the agent on the CPU);
 ``GpuSampler`` with ale-py's vectorised backend (``AleVecEnv``, one call per worker);
+``CpuSampler`` and ``GpuSampler`` with the EnvPool backend (``EnvPoolAtariEnv``, one
+EnvPool thread per worker) when EnvPool is installed;
 Gymnasium ``AsyncVectorEnv`` (``AtariPreprocessing`` + ``FrameStackObservation``);
 Stable-Baselines3 ``SubprocVecEnv`` (same env functions); ale-py ``AtariVectorEnv``
 (2 threads); EnvPool (2 threads) when installed.  Every contender steps the same
@@ -261,6 +263,13 @@ def contenders(env, n_steps, B, T, have_sb3, have_envpool):
     if env == "pong":
         rows.append(("GpuSampler + AleVecEnv", "2 workers",
                      lambda a: sampler_run(GpuSampler, 2, env, a, n_steps, B, T, AleVecEnv)))
+    if env == "pong" and have_envpool:
+        from rlpyt.envs.vec import EnvPoolAtariEnv
+
+        for Cls in (CpuSampler, GpuSampler):
+            rows.append((f"{Cls.__name__} + EnvPoolAtariEnv", "2 workers",
+                         lambda a, Cls=Cls: sampler_run(Cls, 2, env, a, n_steps, B, T,
+                                                        EnvPoolAtariEnv)))
     rows.append(("Gymnasium AsyncVectorEnv", f"{B} processes", lambda a: vec_run(
         lambda: gym.vector.AsyncVectorEnv([gym_async(env, B)] * B), env, a, n_steps, B)))
     if have_sb3:

@@ -151,7 +151,7 @@ def test_the_cli_refuses_a_live_run_dir_within_a_second(how, tmp_path, capsys):
         while proc.stdout.readline().strip() != "ready":
             assert proc.poll() is None, proc.stderr.read()
         args = (["--resume", str(tmp_path / "run_0")] if how == "resume"
-                else ["--log-dir", str(tmp_path), "--algo", "dqn"])
+                else ["--log-dir", str(tmp_path), "--run-id", "0", "--algo", "dqn"])
         start = time.perf_counter()
         code = main(["train", *args])
         elapsed = time.perf_counter() - start

@@ -7,7 +7,8 @@ attribute ``vectorized`` is True: each worker then builds one adapter with
 ``num_envs`` equal to its share of ``batch_B`` and steps its batch in one call.
 
 Constructors: ``GymVecEnv`` (a registered Gymnasium id), ``AleVecEnv`` (ale-py),
-``EnvPoolVecEnv`` (EnvPool, when installed).  Usage::
+``EnvPoolVecEnv`` (EnvPool, when installed) and ``EnvPoolAtariEnv`` (an Atari game
+on EnvPool with ``AtariEnv``'s keywords and samples).  Usage::
 
     GpuSampler(EnvCls=AleVecEnv, env_kwargs=dict(game="pong"), batch_T=5, batch_B=16)
 
@@ -22,6 +23,7 @@ namedtuple of ``[num_envs]`` arrays whose fields are fixed by the first step's i
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -32,6 +34,7 @@ from rlpyt.utils.collections import NamedTupleSchema, namedtuple
 
 __all__ = [
     "AleVecEnv",
+    "EnvPoolAtariEnv",
     "EnvPoolVecEnv",
     "GymVecEnv",
     "SingleEnvView",
@@ -253,46 +256,87 @@ class AleVecEnv(VecEnvAdapter):
 
 
 class EnvPoolVecEnv(VecEnvAdapter):
-    """EnvPool's Gymnasium interface (``pip install envpool``).
+    """EnvPool's Gymnasium interface (``pip install envpool``; in the ``dev`` extra).
 
     Args:
         task_id: EnvPool task (``"Pong-v5"``, ``"CartPole-v1"``).
         num_envs: sub-envs (the sampler sets this). Default 1.
-        **kwargs: passed to ``envpool.make_gymnasium`` (``num_threads``, ``seed``, ...).
+        num_threads: EnvPool's C++ threads; inside a sampler worker 1 keeps each
+            worker on its own core (0: EnvPool's own choice). Default 1.
+        **kwargs: other ``envpool.make_gymnasium`` keywords (``max_episode_steps``,
+            ``img_height``, ...); not ``env_seed``/``seed``, which ``seed()`` sets.
 
-    EnvPool resets a finished sub-env on the *next* step; this adapter resets it at
-    once with ``reset(env_id)``, so samples follow rlpyt's reset semantics.
+    EnvPool resets a finished sub-env on the *next* step; this adapter takes that step
+    at once for the finished sub-envs only, so samples follow rlpyt's reset semantics
+    (and an Atari game goes on after a life loss with ``episodic_life``).  EnvPool
+    reads its seeds only when a pool is built, so ``seed()`` rebuilds the pool with
+    one seed per sub-env (EnvPool's ``env_seed``) at the next ``reset()``.
     """
 
-    def __init__(self, task_id: str, num_envs: int = 1, **kwargs):
+    def __init__(self, task_id: str, num_envs: int = 1, num_threads: int = 1, **kwargs):
         try:
             import envpool
         except ImportError as e:
             raise ImportError("EnvPoolVecEnv needs EnvPool: pip install envpool") from e
-        vector_env = envpool.make_gymnasium(task_id, num_envs=num_envs, **kwargs)
-        self._envpool = vector_env
-        super().__init__(_EnvPoolAsDisabled(vector_env))
+        for key in ("env_seed", "seed", "num_envs", "batch_size"):
+            if key in kwargs:
+                raise ValueError(f"EnvPoolVecEnv: {key}={kwargs[key]!r} is not accepted; "
+                                 "seeds come from seed() and num_envs from the sampler")
+        if isinstance(num_threads, bool) or not isinstance(num_threads, (int, np.integer)) \
+                or num_threads < 0:
+            raise ValueError(f"EnvPoolVecEnv: num_threads must be an integer >= 0, "
+                             f"got {num_threads!r}")
+
+        def make_pool(env_seed=None):
+            extra = {} if env_seed is None else dict(env_seed=list(env_seed))
+            return envpool.make_gymnasium(task_id, num_envs=num_envs,
+                                          num_threads=int(num_threads), **kwargs, **extra)
+
+        spec = envpool.make_spec(task_id, num_envs=num_envs, **kwargs)
+        self._pool = _EnvPoolAsDisabled(make_pool, spec, num_envs)
+        super().__init__(self._pool)
+
+    @property
+    def pool(self):
+        """The EnvPool object in use (built at the first ``reset()``, a new one after
+        each seeded ``reset()``; None before)."""
+        return self._pool.pool
 
 
 class _EnvPoolAsDisabled:
-    """EnvPool seen as a Gymnasium vector env with autoreset disabled (masked resets)."""
+    """EnvPool seen as a Gymnasium vector env with autoreset disabled (masked resets).
+
+    The pool (threads, emulators) is built at the first ``reset()``, with that reset's
+    seeds, not at construction: building one takes seconds on a loaded machine.
+    """
 
     autoreset_mode = "disabled"
 
-    def __init__(self, pool):
-        self.pool = pool
-        self.num_envs = pool.config["num_envs"]
-        self.single_observation_space = pool.observation_space
-        self.single_action_space = pool.action_space
-        self.spec = getattr(pool, "spec", None)
+    def __init__(self, make_pool, spec, num_envs: int):
+        self._make_pool = make_pool
+        self.pool = None
+        self.num_envs = int(num_envs)
+        self.single_observation_space = spec.gymnasium_observation_space
+        self.single_action_space = spec.gymnasium_action_space
+        self.spec = None
 
     def reset(self, seed=None, options=None):
         mask = None if options is None else options.get("reset_mask")
         if mask is None:
+            if seed is not None or self.pool is None:  # EnvPool takes seeds at build.
+                self.close()
+                env_seed = None if seed is None else [int(s) % 2**31 for s in seed]
+                self.pool = self._make_pool(env_seed=env_seed)
             return self.pool.reset()
-        obs, info = self.pool.reset(np.flatnonzero(mask).astype(np.int32))
+        # One step of the finished sub-envs only: EnvPool resets a finished env on its
+        # next step (ignoring the action), and that is the reset that keeps a game
+        # going after a life loss; an explicit reset(env_id) would restart the game.
+        ids = np.flatnonzero(mask).astype(np.int32)
+        null = np.zeros((len(ids), *self.single_action_space.shape),
+                        dtype=self.single_action_space.dtype)
+        obs, _, _, _, info = self.pool.step(null, ids)
         full = np.zeros((self.num_envs, *obs.shape[1:]), dtype=obs.dtype)
-        full[mask] = obs
+        full[np.asarray(info["env_id"])] = obs
         return full, info
 
     def step(self, actions):
@@ -302,6 +346,77 @@ class _EnvPoolAsDisabled:
         close = getattr(self.pool, "close", None)
         if close is not None:
             close()
+        self.pool = None
+
+
+class EnvPoolAtariEnv(EnvPoolVecEnv):
+    """An Atari game on EnvPool, configured like ``rlpyt.envs.atari.AtariEnv``.
+
+    The keywords, their defaults and the sample semantics are ``AtariEnv``'s:
+    observations ``[num_img_obs, 104, 80]`` uint8 with the older frames zero after
+    every reset, actions in the game's minimal action set, ``done`` at each life loss
+    when ``episodic_lives`` (the game goes on), ``env_info`` =
+    ``(game_score, traj_done, timeout)`` and a ``horizon`` in agent steps per game.
+    EnvPool does the emulation and preprocessing in C++ (its own resize: the pixels
+    are not ``AtariEnv``'s nearest-neighbour ones).
+
+    Args:
+        game: ROM name (``"pong"``, ``"space_invaders"`` or ``"SpaceInvaders"``).
+            Default ``"pong"``.
+        num_envs: sub-envs (the sampler sets this). Default 1.
+        num_threads: EnvPool threads (see ``EnvPoolVecEnv``). Default 1.
+        frame_skip, num_img_obs, clip_reward, episodic_lives, fire_on_reset,
+        max_start_noops, repeat_action_probability, horizon: as in ``AtariEnv``
+            (defaults 4, 4, True, True, False, 30, 0.0, 27000).
+    """
+
+    def __init__(self, game: str = "pong", num_envs: int = 1, num_threads: int = 1,
+                 frame_skip: int = 4, num_img_obs: int = 4, clip_reward: bool = True,
+                 episodic_lives: bool = True, fire_on_reset: bool = False,
+                 max_start_noops: int = 30, repeat_action_probability: float = 0.0,
+                 horizon: int | None = 27000):
+        if not isinstance(game, str):
+            raise TypeError(f"EnvPoolAtariEnv: game must be a string, got {game!r}")
+        if horizon is not None and (isinstance(horizon, bool) or horizon < 1):
+            raise ValueError(f"EnvPoolAtariEnv: horizon must be an integer >= 1 or None, "
+                             f"got {horizon!r}")
+        words = re.split(r"[_\s]+", re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", game))
+        task_id = "".join(w[:1].upper() + w[1:].lower() for w in words if w) + "-v5"
+        super().__init__(
+            task_id, num_envs=num_envs, num_threads=num_threads, frame_skip=frame_skip,
+            stack_num=num_img_obs, reward_clip=clip_reward, episodic_life=episodic_lives,
+            use_fire_reset=fire_on_reset, noop_max=max_start_noops,
+            repeat_action_probability=repeat_action_probability,
+            # EnvPool needs a step limit; 2**30 agent steps is none in practice.
+            max_episode_steps=2**30 if horizon is None else int(horizon),
+            img_height=104, img_width=80, gray_scale=True)
+        self._horizon_steps = horizon
+        self._traj_done = np.zeros(self.num_envs, dtype=bool)
+
+    @property
+    def horizon(self) -> int | None:
+        return self._horizon_steps
+
+    def _finish_episodes(self, obs, done, info):
+        obs, final = super()._finish_episodes(obs, done, info)
+        obs[done, :-1] = 0  # AtariEnv: the older frames are zeros after every reset.
+        return obs, final
+
+    def reset(self) -> np.ndarray:
+        obs = np.array(super().reset())
+        obs[:, :-1] = 0
+        return obs
+
+    def _env_info(self, info: dict):
+        # EnvPool's info["terminated"] is game over; terminated itself may be a life loss.
+        np.logical_or(np.asarray(info["terminated"], dtype=bool), self._timeout,
+                      out=self._traj_done)
+        return AtariVecInfo(np.asarray(info["reward"], dtype=np.float32),
+                            self._traj_done.copy(), self._timeout.copy())
+
+
+AtariVecInfo = namedtuple("AtariVecInfo", ["game_score", "traj_done", "timeout"],
+                          module=__name__)
 
 
 class SingleEnvView:
