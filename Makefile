@@ -7,7 +7,7 @@ EXTRAS := atari,mujoco,box2d,ray,minatar,docs,dev
 # Two pytest workers match the CI machine's two cores; override with `make test JOBS=1`.
 JOBS ?= 2
 
-.PHONY: demo test lint docs unit learning test-paper bench clean
+.PHONY: demo test lint docs unit learning test-paper test-gpu bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -39,6 +39,10 @@ test: lint docs
 
 test-paper: $(STAMP)
 	$(BIN)/python -m pytest -n $(JOBS) -m paper tests
+
+# Every test marked `cuda` (one call on a machine with a GPU checks the CUDA paths).
+test-gpu: $(STAMP)
+	$(BIN)/python -m pytest -m cuda -rs tests
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest -n $(JOBS) -m "not learning" tests

@@ -483,6 +483,7 @@ def test_categorical_sample_checks_dim():
         Categorical(3).sample(DistInfo(torch.full((2, 4), 0.25)))
 
 
+@pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_distributions_follow_the_input_device():
     dev = torch.device("cuda")

@@ -574,6 +574,7 @@ def test_multi_dim_observations_are_flattened():
     assert mu.shape == (4, 5, 2) and v.shape == (4, 5) and state.h.shape == (1, 5, 64)
 
 
+@pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_models_and_utils_on_cuda():
     dev = torch.device("cuda")

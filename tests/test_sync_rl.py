@@ -590,6 +590,7 @@ def test_torchrun_launch_trains_logs_once_and_resumes(tmp_path):
     print(f"torchrun run and resume: {time.monotonic() - start:.1f} s")
 
 
+@pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.device_count() < 2,
                     reason="NCCL ranks need two CUDA devices")
 def test_nccl_ranks_on_two_gpus(tmp_path):

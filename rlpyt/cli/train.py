@@ -89,7 +89,8 @@ def add_train_parser(subparsers):
     p.add_argument("--log-dir", default=None, help="run directory root (default runs/<algo>_<env>)")
     p.add_argument("--run-id", type=_non_negative_int, default=None,
                    help="run index within the log dir (default: one more than the highest "
-                        "run_<k> there, so a repeated command starts a new run)")
+                        "run_<k> there, so a repeated command starts a new run; 0 under "
+                        "torchrun, where every rank must name the same run)")
     p.add_argument("--sampler-type", default="serial", choices=sorted(SAMPLERS),
                    help="serial (default): envs in this process; cpu: envs and agent copies "
                         "in worker processes; gpu: envs in workers, batched actions here; "
