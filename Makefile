@@ -35,7 +35,7 @@ docs: $(STAMP)
 # Tests marked `paper` (a result checked against a published figure at the figure's own
 # budget, minutes of CPU each) are left to `make test-paper` and `make learning`.
 test: lint docs
-	$(BIN)/python -m pytest -n $(JOBS) --dist loadgroup -m "not paper" tests
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadgroup -m "not paper" --durations=30 tests
 
 test-paper: $(STAMP)
 	$(BIN)/python -m pytest -n $(JOBS) -m paper tests

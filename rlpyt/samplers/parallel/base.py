@@ -38,7 +38,7 @@ from rlpyt.samplers.parallel.control import (
     WorkerSpec,
     unlink_semaphore_names,
 )
-from rlpyt.samplers.parallel.eval import EvalSchedule, hard_step_limit, merge_completed
+from rlpyt.samplers.parallel.eval import EvalSchedule, finish_evaluation, hard_step_limit
 from rlpyt.samplers.parallel.vec_stepping import make_example_env
 from rlpyt.samplers.parallel.worker import sampling_process
 from rlpyt.utils.process import ParentGuard, available_cpus, child_processes, kill_processes
@@ -321,13 +321,7 @@ class ParallelSamplerBase(BaseSampler):
         except BaseException:
             self.shutdown()
             raise
-        schedule = self.eval_schedule
-        if schedule.n_dropped:
-            warnings.warn(
-                f"evaluation stopped at the hard limit of {schedule.hard_limit} env "
-                f"steps; {schedule.n_dropped} unfinished trajectories were dropped",
-                stacklevel=2)
-        return merge_completed(results)
+        return finish_evaluation(self.eval_schedule, results)
 
     def _obtain_samples(self, itr) -> list:
         raise NotImplementedError

@@ -23,12 +23,13 @@ the master; wait for its decisions; reset the ended envs that go on.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
 from rlpyt.envs.traj_info import reads_agent_info
 
-__all__ = ["EvalEnvGroup", "EvalSchedule", "hard_step_limit"]
+__all__ = ["EvalEnvGroup", "EvalSchedule", "finish_evaluation", "hard_step_limit", "merge_completed"]
 
 
 def hard_step_limit(max_steps, max_trajectories, horizon, factor: float = 10) -> int:
@@ -238,3 +239,14 @@ def merge_completed(results) -> list:
     """Completed traj infos of every worker, in the serial order (round, then eval rank)."""
     keyed = sorted((k for completed in results for k in completed), key=lambda k: k[:2])
     return [info for _, _, info in keyed]
+
+
+def finish_evaluation(schedule: EvalSchedule, results) -> list:
+    """The merged completed traj infos of an evaluation, warning when the schedule's
+    hard step limit dropped unfinished trajectories."""
+    if schedule.n_dropped:
+        warnings.warn(
+            f"evaluation stopped at the hard limit of {schedule.hard_limit} env "
+            f"steps; {schedule.n_dropped} unfinished trajectories were dropped",
+            stacklevel=3)
+    return merge_completed(results)

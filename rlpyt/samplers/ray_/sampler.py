@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import warnings
 
 from rlpyt.envs.traj_info import TrajInfo
 from rlpyt.samplers.base import BaseSampler
@@ -20,7 +19,7 @@ from rlpyt.samplers.parallel.cpu.collectors import (
     CpuVecResetCollector,
     CpuWaitResetCollector,
 )
-from rlpyt.samplers.parallel.eval import EvalSchedule, hard_step_limit, merge_completed
+from rlpyt.samplers.parallel.eval import EvalSchedule, finish_evaluation, hard_step_limit
 from rlpyt.samplers.parallel.gpu.action_server import slice_samples
 from rlpyt.samplers.parallel.vec_stepping import is_vec_env_cls, make_example_env
 from rlpyt.samplers.ray_.actor import batch_leaves
@@ -269,13 +268,7 @@ class RaySampler(BaseSampler):
         except BaseException:
             self.shutdown()
             raise
-        schedule = self.eval_schedule
-        if schedule.n_dropped:
-            warnings.warn(
-                f"evaluation stopped at the hard limit of {schedule.hard_limit} env "
-                f"steps; {schedule.n_dropped} unfinished trajectories were dropped",
-                stacklevel=2)
-        return merge_completed(results)
+        return finish_evaluation(self.eval_schedule, results)
 
     def _evaluate(self, itr) -> list:
         """The lockstep rounds of ``rlpyt.samplers.parallel.eval``, one Ray call per
