@@ -11,6 +11,13 @@ from test_sampler_faults import leak_check  # noqa: F401  (a fixture for other f
 torch.set_num_threads(1)
 os.environ.setdefault("CI_QUIET_PROGRESS", "1")
 
+# Tests that run a Ray driver in the test process live in ray_driver/ and run in a pytest
+# process of their own (test_ray_driver.py): Ray's gRPC threads make a later fork in the
+# same process unsafe, and the sampler tests fork.
+RAY_DRIVER_ENV = "RLPYT_RAY_DRIVER_SUITE"
+if not os.environ.get(RAY_DRIVER_ENV):
+    collect_ignore = ["ray_driver"]
+
 
 @pytest.fixture
 def run_dir(tmp_path, monkeypatch):

@@ -387,28 +387,3 @@ def test_backend_ray_without_ray_explains_the_extra(tmp_path, quick_script, monk
     with pytest.raises(ImportError, match=r"pip install 'rlpyt\[ray\]'"):
         run_experiments(quick_script, "1cpu", "t", 1, [{}], ["a"], exp_dir=str(tmp_path),
                         backend="ray", verbose=False)
-
-
-@pytest.mark.slow  # About a minute on a loaded 2-core machine (Ray start-up included).
-def test_ray_grid_runs_reports_failure_and_resumes(tmp_path):
-    ray = pytest.importorskip("ray")
-    script = write_script(tmp_path, "tiny_ppo.py", TINY_PPO)
-    variants, log_dirs = ppo_grid()
-    exp_dir = str(tmp_path / "exp")
-    kwargs = dict(script=script, affinity_code="2cpu", experiment_title="tiny",
-                  runs_per_setting=2, variants=variants, log_dirs=log_dirs,
-                  common_args=[256], exp_dir=exp_dir, backend="ray", verbose=False)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        summary = run_experiments(**kwargs)
-        check_ppo_grid_outputs(summary, exp_dir, log_dirs, variants)
-        record = run_cpus(exp_dir, summary.results[0].name)
-        assert record["slot_code"] == "0slt_1cpu_0saf"  # one run's shape, unpinned
-        with pytest.raises(ValueError, match=r"asks Ray for 4 CPUs .* has CPU=2"):
-            run_experiments(**{**kwargs, "affinity_code": "4cpu_4cpr"})
-        again = run_experiments(**kwargs)
-        assert again.count("skipped") == 7 and len(again.failed) == 1
-        assert ray.is_initialized()  # A Ray instance it did not start is left running.
-    finally:
-        ray.shutdown()
-    assert not os.path.exists(os.path.join(exp_dir, ray_backend.TOKEN_FILE))

@@ -4,6 +4,7 @@ affinity, start methods, vectorised env backends."""
 from __future__ import annotations
 
 import math
+import sys
 import time
 import warnings
 
@@ -266,6 +267,19 @@ def test_collector_must_fit_the_sampler(SamplerCls, CollectorCls):
     with pytest.raises(TypeError, match="CollectorCls="):
         SamplerCls(EnvCls=make, env_kwargs=ENV_KWARGS, batch_T=4, batch_B=4,
                    CollectorCls=CollectorCls)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork is Linux's default")
+def test_default_start_method_avoids_fork_under_a_ray_driver(monkeypatch):
+    """Ray's driver runs gRPC threads that a fork does not survive: forkserver then."""
+    from types import SimpleNamespace
+
+    from rlpyt.samplers.parallel.base import default_start_method
+
+    monkeypatch.setitem(sys.modules, "ray", SimpleNamespace(is_initialized=lambda: False))
+    assert default_start_method() == "fork"
+    monkeypatch.setitem(sys.modules, "ray", SimpleNamespace(is_initialized=lambda: True))
+    assert default_start_method() == "forkserver"
 
 
 def test_bad_start_method_is_named():

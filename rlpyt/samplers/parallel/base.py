@@ -74,16 +74,26 @@ def split_evenly(n: int, parts: int, start: int = 0) -> list[tuple[int, int]]:
 
 
 def default_start_method() -> str:
-    """``fork`` on Linux (fast start, no pickling); ``spawn`` elsewhere (fork is unsafe there)."""
-    return "fork" if sys.platform.startswith("linux") else "spawn"
+    """``fork`` on Linux (fast start, no pickling); ``spawn`` elsewhere (fork is unsafe
+    there).  A process that runs a Ray driver gets ``forkserver``: the driver's gRPC
+    threads are not fork-safe, and a forked worker can die in ``malloc``."""
+    if not sys.platform.startswith("linux"):
+        return "spawn"
+    return "forkserver" if _ray_driver_running() else "fork"
+
+
+def _ray_driver_running() -> bool:
+    ray = sys.modules.get("ray")  # Only looked up: importing Ray here would cost seconds.
+    return ray is not None and bool(getattr(ray, "is_initialized", lambda: False)())
 
 
 class ParallelSamplerBase(BaseSampler):
     """Steps envs in worker processes that write into one shared ``[T, B]`` buffer.
 
     Keywords as ``BaseSampler``, plus:
-        start_method: ``"fork"`` (default on Linux), ``"forkserver"`` or ``"spawn"``
-            (default elsewhere).  Under ``forkserver``/``spawn`` the env class, the
+        start_method: ``"fork"`` (default on Linux, but ``"forkserver"`` in a process
+            that runs a Ray driver), ``"forkserver"`` or ``"spawn"`` (default
+            elsewhere).  Under ``forkserver``/``spawn`` the env class, the
             collector classes and the agent must be importable by the workers.
         step_timeout: seconds one env call in a worker (``step``, ``reset``, or
             building the worker's envs) may take before the env counts as hung: the

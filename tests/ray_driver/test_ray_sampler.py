@@ -1,7 +1,8 @@
 """RaySampler on a local multi-node Ray cluster (head + 2 nodes, 1 CPU each).
 
 One cluster serves the whole module (starting one costs tens of seconds on a loaded
-2-core machine), and every test of the module runs in one xdist worker.  The tests:
+2-core machine).  The module runs in its own pytest process (``tests/test_ray_driver.py``):
+Ray's driver runs gRPC threads, which a later ``fork`` in the same process can crash.  The tests:
 same seed, same numbers (also the same as ``CpuSampler`` with as many workers);
 batches equal ``SerialSampler``'s under a deterministic policy; PPO learns CartPole
 with 3 actors; an actor killed (mid-batch) or its node removed is replaced and the
@@ -52,9 +53,8 @@ from rlpyt.spaces.float_box import FloatBox  # noqa: E402
 from rlpyt.spaces.int_box import IntBox  # noqa: E402
 from rlpyt.utils.logging.context import logger_context  # noqa: E402
 
-pytestmark = pytest.mark.xdist_group("ray_cluster")
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
 TIME_COLUMNS = ("Time", "PerSecond")
 
 
@@ -79,10 +79,11 @@ def _start_cluster(attempts: int = 3) -> Cluster:
 @pytest.fixture(scope="module")
 def cluster():
     """The module's cluster, this process connected as the driver.  Actor processes
-    import this module's envs, so the tests directory is on their path."""
+    import this module's envs (and the test modules it imports), so both test
+    directories are on their path."""
     saved = os.environ.get("PYTHONPATH")
     tests = os.path.join(ROOT, "tests")
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, tests, saved) if p)
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, tests, HERE, saved) if p)
     c = None
     try:
         c = _start_cluster()
@@ -384,7 +385,10 @@ def _actor_on_worker_node(sampler, cluster):
 
 
 def test_removed_node_actor_is_restarted_elsewhere(cluster):
-    sampler = started(ray_sampler())
+    """One CPU left free: the actor of a removed node is restarted on it.  The node is
+    added back afterwards."""
+    n_actors = int(ray.cluster_resources()["CPU"]) - 1
+    sampler = started(ray_sampler(n_actors=n_actors, batch_B=2 * n_actors))
     try:
         sampler.obtain_samples(0)
         spec, node = _actor_on_worker_node(sampler, cluster)
@@ -397,12 +401,17 @@ def test_removed_node_actor_is_restarted_elsewhere(cluster):
         assert torch.isfinite(samples.env.observation).all()
     finally:
         sampler.shutdown()
+        cluster.add_node(num_cpus=1)
+        cluster.wait_for_nodes()
 
 
 def test_no_room_for_a_replacement_fails_naming_actor_and_node(cluster):
-    """2 CPUs left, both used: the replacement of an actor on a removed node cannot be
-    placed, and the run stops after restart_timeout naming the actor and its node."""
-    sampler = started(ray_sampler())
+    """One actor per CPU of the cluster, so none is left free: the replacement of an
+    actor on a removed node cannot be placed, and the run stops after restart_timeout
+    naming the actor and its node.  (Filling every CPU keeps the test independent of
+    how many nodes the tests before it left; the node is added back afterwards.)"""
+    n_cpus = int(ray.cluster_resources()["CPU"])
+    sampler = started(ray_sampler(n_actors=n_cpus, batch_B=2 * n_cpus))
     try:
         sampler.obtain_samples(0)
         sampler.group.restart_timeout = 4  # Short for the replacement (not for the start).
@@ -416,3 +425,5 @@ def test_no_room_for_a_replacement_fails_naming_actor_and_node(cluster):
         assert node_id[:12] in message and "restart_timeout=4" in message
     finally:
         sampler.shutdown()
+        cluster.add_node(num_cpus=1)
+        cluster.wait_for_nodes()
