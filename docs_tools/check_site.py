@@ -10,9 +10,10 @@ Two parts:
 2. With a headless Chromium (``chromium``, ``chromium-headless-shell`` or
    ``google-chrome`` on the PATH, or ``$CHROME``), on a fixed set of pages: the page is
    laid out at 1400x900 and a script measures it (a code block or table reaching past
-   the content column, a code line cut off, the current nav item covered by another
-   element), and a screenshot of each page goes to ``site-shots/`` (git-ignored) for a
-   person to look at.  Without a browser this part is skipped and says so.
+   the content column, a code line cut off, i.e. neither wrapped nor in a block with a
+   visible scroll bar, the first or current nav item covered by another element), and
+   a screenshot of each page goes to ``site-shots/`` (git-ignored) for a person to look
+   at.  Without a browser this part is skipped and says so.
 
 Usage: ``python docs_tools/check_site.py [SITE_DIR] [--shots DIR] [--no-browser]``;
 exit status 1 when a check fails.
@@ -37,7 +38,8 @@ from html.parser import HTMLParser
 API_PAGE_LIMIT = 150_000  # Bytes of HTML, nav included; the largest module page is ~75 kB.
 CSS_RULES = {  # extra.css must hold these (selector, declaration): what each fixes.
     "nav title": (".md-nav--primary > .md-nav__title", "display: none"),
-    "code wrap": (".md-typeset pre > code", "white-space: pre-wrap"),
+    "code wrap": (".md-typeset .highlight:not(.language-python)", "white-space: pre-wrap"),
+    "code scroll": (".md-typeset pre > code", "overflow-x: auto"),
     "table overflow": (".md-typeset table:not([class])", "overflow-x: auto"),
 }
 # Pages the browser part lays out and photographs: (path in the site, element id to
@@ -184,9 +186,15 @@ LAYOUT_PROBE = r"""
     if (el.scrollWidth > el.clientWidth + 1)
       out.push(`table wider than the column by ${el.scrollWidth - el.clientWidth}px (scrolls): ` +
                (el.querySelector('th') || {textContent: ''}).textContent.trim().slice(0, 40));
-  for (const el of col.querySelectorAll('pre > code'))
-    if (el.scrollWidth > el.clientWidth + 1)
+  // A code line longer than the column must wrap or scroll with a visible scroll bar.
+  for (const el of col.querySelectorAll('pre > code')) {
+    if (el.scrollWidth <= el.clientWidth + 1) continue;
+    const s = getComputedStyle(el);
+    const scrolls = ['auto', 'scroll'].includes(s.overflowX) && s.scrollbarWidth === 'auto' &&
+                    !/transparent|rgba\(0, 0, 0, 0\)/.test(s.scrollbarColor.split(' ')[0]);
+    if (!scrolls)
       out.push(`code line cut off: ${el.textContent.split('\n').find(l => l.length > 60) || ''}`.slice(0, 120));
+  }
   // A sticky nav title paints its box-shadow (blur + spread) over what lies below it,
   // which hit-testing does not see: count the shadow (half its blur) as part of its box.
   const paintedOver = (el, b) => {
@@ -236,7 +244,7 @@ async def _cdp_pages(browser: str, site: str, shots: str) -> list[str]:
 
     profile = tempfile.mkdtemp(prefix="rlpyt-docs-check-")
     proc = subprocess.Popen([browser, "--headless", "--no-sandbox", "--disable-gpu",
-                             "--hide-scrollbars", "--remote-debugging-port=0",
+                             "--remote-debugging-port=0",
                              f"--user-data-dir={profile}", "--window-size=1400,900",
                              "about:blank"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
