@@ -28,6 +28,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -247,7 +248,11 @@ async def _cdp_pages(browser: str, site: str, shots: str) -> list[str]:
                              "--remote-debugging-port=0",
                              f"--user-data-dir={profile}", "--window-size=1400,900",
                              "about:blank"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            # Its own process group: a distribution's `chromium` is often a
+                            # shell script whose child is the browser, and the browser has
+                            # children of its own; all of them end with the group.
+                            start_new_session=True)
     problems: list[str] = []
     try:
         port = None
@@ -297,13 +302,27 @@ async def _cdp_pages(browser: str, site: str, shots: str) -> list[str]:
                 with open(os.path.join(shots, f"{name}.png"), "wb") as f:
                     f.write(base64.b64decode(shot["data"]))
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        _end_group(proc)
         shutil.rmtree(profile, ignore_errors=True)
     return problems
+
+
+def _end_group(proc: subprocess.Popen) -> None:
+    """SIGTERM to the browser's whole process group, SIGKILL to what is left after 10 s."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(proc.pid, 0)  # Anyone left in the group?
+            except ProcessLookupError:
+                proc.wait()
+                return
+            proc.poll()  # Reap the direct child, so that it does not linger as a zombie.
+            time.sleep(0.1)
 
 
 async def _wait_ready(call, timeout: float = 20.0) -> None:
@@ -332,7 +351,10 @@ def browser_checks(site: str, shots: str) -> list[str] | None:
                 "pip install 'rlpyt[docs]'"]
     os.makedirs(shots, exist_ok=True)
     print(f"docs-check: laying out {len(SHOT_PAGES)} pages in {browser}")
-    return asyncio.run(_cdp_pages(browser, site, shots))
+    try:
+        return asyncio.run(_cdp_pages(browser, site, shots))
+    except (RuntimeError, OSError, asyncio.TimeoutError) as e:
+        return [f"the browser part failed ({browser}): {type(e).__name__}: {e}"]
 
 
 def main(argv: list[str] | None = None) -> int:
