@@ -7,7 +7,7 @@ EXTRAS := atari,mujoco,box2d,ray,minatar,docs,dev
 # Two pytest workers match the CI machine's two cores; override with `make test JOBS=1`.
 JOBS ?= 2
 
-.PHONY: demo test lint docs unit learning test-paper test-gpu bench clean
+.PHONY: demo test lint docs docs-check unit learning test-paper test-gpu bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -31,6 +31,13 @@ lint: $(STAMP)
 # references and unlisted pages fail the build, so `make test` keeps the docs from rotting.
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+# The built site checked (docs_tools/check_site.py): API pages under a size limit, no
+# duplicate titles or nav labels, the layout CSS present; with a headless Chromium on the
+# PATH (e.g. apt-get install chromium-headless-shell) it also measures six pages laid out
+# and writes their screenshots to site-shots/ for a person to look at.
+docs-check: docs
+	$(BIN)/python docs_tools/check_site.py site --shots site-shots
 
 # Tests marked `paper` (a result checked against a published figure at the figure's own
 # budget, minutes of CPU each) are left to `make test-paper` and `make learning`.

@@ -244,6 +244,20 @@ def test_each_async_sampler_trains_dqn(SamplerCls, tmp_path, leak_check):
     assert agent.param_board.version == 168  # Published after every update.
     for key in ("PolicyLagAverage", "SamplerWaitFraction", "OptimizerWaitFraction"):
         assert key in rows[-1]
+    # The sampler process's evaluations took time, logged as such (issue 30: it was 0).
+    assert all(float(r["EvalTime (s)"]) > 0 for r in rows)
+    assert float(rows[-1]["CumEvalTime (s)"]) == pytest.approx(
+        sum(float(r["EvalTime (s)"]) for r in rows))
+    (debug_log,) = glob.glob(os.path.join(str(tmp_path), "**", "debug.log"), recursive=True)
+    with open(debug_log) as f:
+        log = f.read()
+    assert "iterations of minibatch RL" not in log
+    assert ("Running AsyncRlEval: 50 sampler batches of 32 env steps (1600 in all) and 168 "
+            "gradient updates (replay ratio 4: 4 updates per batch, learning after 8 batches); "
+            f"sampler process: {SamplerCls.__name__}, 4 envs + 2 eval envs ") in log
+    workers = "" if SamplerCls is AsyncSerialSampler else "in 2 worker processes (pinned to CPUs 0, 0)"
+    assert workers in log
+    assert "optimizer in this process on the CPU, 1 torch thread, unpinned." in log
 
 
 def test_sync_sampler_is_refused():

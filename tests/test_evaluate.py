@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import csv
 import os
+import subprocess
+import sys
 
+import numpy as np
 import pytest
 
 from rlpyt.cli import main
-from rlpyt.cli.evaluate import evaluate_run
+from rlpyt.cli.evaluate import evaluate_run, pad_to_block
 
 HORIZON = 15  # CartPole cut at 15 steps: a briefly trained PPO agent reaches it every time
 
@@ -50,6 +53,38 @@ def test_evaluate_writes_a_playable_video(ppo_run, tmp_path):
     frames = [frame for frame in reader]  # (list() would ask ffmpeg's infinite length)
     assert len(frames) == HORIZON + 1  # the reset frame and one per step
     assert frames[0].ndim == 3 and frames[0].std() > 0  # a picture, not a blank
+
+
+def test_cli_video_on_a_headless_machine_prints_no_display_or_codec_noise(ppo_run, tmp_path):
+    """A fresh process without XDG_RUNTIME_DIR, DISPLAY or SDL settings, as on a server:
+    SDL said "XDG_RUNTIME_DIR is invalid or not set" and imageio warned that it rescaled
+    CartPole's 600x400 frames (issue 30)."""
+    pytest.importorskip("imageio_ffmpeg", reason="no ffmpeg backend for imageio")
+    import imageio.v2 as imageio
+
+    out = tmp_path / "headless.mp4"
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("XDG_RUNTIME_DIR", "DISPLAY", "WAYLAND_DISPLAY", "SDL_VIDEODRIVER",
+                        "SDL_AUDIODRIVER")}
+    proc = subprocess.run([sys.executable, "-m", "rlpyt", "evaluate", str(ppo_run),
+                           "--episodes", "1", "--video", str(out)],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "XDG_RUNTIME_DIR" not in proc.stdout + proc.stderr
+    assert "WARNING" not in proc.stdout + proc.stderr
+    assert f"Video written to {out}" in proc.stdout
+    frame = imageio.get_reader(str(out)).get_data(0)
+    assert frame.shape == (400, 608, 3)  # padded to whole 16-pixel blocks, not rescaled
+
+
+def test_pad_to_block_repeats_the_edge():
+    frame = np.arange(5 * 7 * 3, dtype=np.uint8).reshape(5, 7, 3)
+    padded = pad_to_block(frame, block=4)
+    assert padded.shape == (8, 8, 3)
+    np.testing.assert_array_equal(padded[:5, :7], frame)
+    np.testing.assert_array_equal(padded[5:, :7], np.broadcast_to(frame[-1:], (3, 7, 3)))
+    np.testing.assert_array_equal(padded[:5, 7], frame[:, -1])
+    assert pad_to_block(padded, block=4) is padded
 
 
 def test_evaluate_errors(tmp_path):

@@ -239,6 +239,9 @@ def evaluate_run(path: str, episodes: int = 10, seed: int | None = None,
                 weights=weights, seed=seed, video=video)
 
 
+VIDEO_BLOCK = 16  # imageio's ffmpeg writer's macro_block_size.
+
+
 def _write_video(path: str, frames: list, fps: int) -> None:
     try:
         import imageio.v2 as imageio
@@ -249,7 +252,18 @@ def _write_video(path: str, frames: list, fps: int) -> None:
     os.makedirs(os.path.dirname(os.path.abspath(path)) or ".", exist_ok=True)
     with imageio.get_writer(path, fps=fps) as writer:
         for frame in frames:
-            writer.append_data(np.asarray(frame, dtype=np.uint8))
+            writer.append_data(pad_to_block(np.asarray(frame, dtype=np.uint8)))
+
+
+def pad_to_block(frame: np.ndarray, block: int = VIDEO_BLOCK) -> np.ndarray:
+    """``frame`` (H, W, C) with its last rows and columns repeated up to multiples of
+    ``block``: video encoders want whole 16-pixel blocks, and imageio would otherwise
+    rescale every frame (CartPole's 600x400 to 608x400) and print a warning about it."""
+    h, w = frame.shape[:2]
+    pad_h, pad_w = -h % block, -w % block
+    if not (pad_h or pad_w):
+        return frame
+    return np.pad(frame, [(0, pad_h), (0, pad_w)] + [(0, 0)] * (frame.ndim - 2), mode="edge")
 
 
 def run_evaluate(args, extra: list[str]) -> int:

@@ -35,6 +35,7 @@ import tempfile
 import threading
 import time
 import traceback
+import warnings
 
 import torch
 
@@ -91,6 +92,39 @@ def split_affinity(affinity) -> tuple[dict, dict]:
                      set_affinity=affinity.get("set_affinity", True))
     affinity.pop("master_cpus", None)
     return optimizer, affinity
+
+
+def pinned_to(cpus, affinity: dict) -> str:
+    if not cpus or not affinity.get("set_affinity", True):
+        return "unpinned"
+    return "pinned to CPUs " + ", ".join(str(c) for c in cpus)
+
+
+def describe_layout(sampler, sampler_affinity: dict, optimizer_affinity: dict,
+                    threads: int) -> str:
+    """Where an async run's parts run, for its start line."""
+    inner = sampler.sampler
+    envs = f"{sampler.batch_spec.B} envs"
+    if sampler.eval_n_envs:
+        envs += f" + {sampler.eval_n_envs} eval envs"
+    worker_cpus = getattr(inner, "_worker_cpus", None)  # Parallel samplers: the workers.
+    if worker_cpus is None:
+        where = "stepped in the sampler process"
+    else:
+        with warnings.catch_warnings():  # More workers than envs: the sampler warns.
+            warnings.simplefilter("ignore")
+            cpus = worker_cpus(sampler_affinity)
+        pinned = pinned_to([c[0] if len(c) == 1 else c for c in cpus if c], sampler_affinity)
+        where = f"in {len(cpus)} worker processes ({pinned})"
+    sampler_part = f"sampler process: {type(sampler).__name__}, {envs} {where}"
+    if sampler_affinity.get("cuda_idx") is not None:
+        sampler_part += f", acting on cuda:{sampler_affinity['cuda_idx']}"
+    if sampler_affinity.get("master_cpus"):
+        sampler_part += f", the process pinned to {sampler_affinity['master_cpus']}"
+    cuda, cpus = optimizer_affinity.get("cuda_idx"), optimizer_affinity.get("cpus")
+    device = "the CPU" if cuda is None else f"cuda:{cuda}"
+    return (f"{sampler_part}; optimizer in this process on {device}, {threads} torch "
+            f"thread{'s' if threads != 1 else ''}, {pinned_to(cpus, optimizer_affinity)}")
 
 
 def memory_copier(double_buffer, control: AsyncControl, append, start_itr: int = 0) -> None:
@@ -233,6 +267,8 @@ class AsyncRlBase(MinibatchRlBase):
         threads, why = training_torch_threads(optimizer_affinity.get("torch_threads"),
                                               optimizer_affinity.get("cpus"))
         logger.log(f"torch threads of the optimizer: {threads} ({why})")
+        self._layout = describe_layout(self.sampler, self.sampler_affinity,
+                                       optimizer_affinity, threads)
         if self._n_steps_note:
             logger.log(self._n_steps_note)
         if self.seed is None:
@@ -305,12 +341,16 @@ class AsyncRlBase(MinibatchRlBase):
         """Sampler iterations after which the sampler evaluates (none here)."""
         return frozenset()
 
+    def start_line(self) -> str:
+        t = self.throttle
+        return (f"Running {type(self).__name__}: {self.n_itr} sampler batches of "
+                f"{self.itr_batch_size} env steps ({self.n_itr * self.itr_batch_size} in all) "
+                f"and {t.allowed_updates(self.n_itr)} gradient updates (replay ratio "
+                f"{t.replay_ratio:g}: {t.updates_per_itr:.3g} updates per batch, learning after "
+                f"{t.min_itr_learn} batches); {self._layout}.")
+
     def initialize_logging(self):
         super().initialize_logging()
-        logger.log(f"Asynchronous: {self.n_itr} sampler batches of {self.itr_batch_size} env "
-                   f"steps; replay ratio {self.throttle.replay_ratio:g} "
-                   f"({self.throttle.updates_per_itr:.3g} updates per batch), "
-                   f"learning after {self.throttle.min_itr_learn} batches.")
         self._opt_itr = 0
         self._starving_at = None
         self._done_sampled = False
@@ -473,10 +513,6 @@ class AsyncRlBase(MinibatchRlBase):
     def _log_final_row(self) -> None:
         self._read_messages()
         self._log_row(self.n_itr - 1)
-
-    def log_diagnostics(self, itr, eval_traj_infos=None, eval_time=0.0):
-        # Evaluation runs in the sampler process: it takes nothing from training time.
-        super().log_diagnostics(itr, eval_traj_infos, eval_time=0.0)
 
     def _save_last_snapshot(self) -> None:
         last = (self.control.appended.value - 1) if self.control is not None else -1

@@ -65,6 +65,9 @@ class MinibatchRlBase(BaseRunner):
     """
 
     _eval = False
+    # Whether an evaluation holds up training (so its time is kept out of the steps and
+    # updates per second).  An asynchronous run evaluates in its sampler process.
+    _eval_pauses_training = True
 
     def __init__(self, algo, agent, sampler, n_steps, seed=None, affinity=None,
                  log_interval_steps=1e5, log_traj_window=100, checkpoint_interval_steps=None,
@@ -366,9 +369,13 @@ class MinibatchRlBase(BaseRunner):
         self.pbar = RunProgress(self)
         self._warned_values = set()
         self._start_divergence_watch()
-        logger.log(f"Running {self.n_itr} iterations of minibatch RL "
-                   f"({self.itr_batch_size} env steps each).")
+        logger.log(self.start_line())
         self._process = psutil.Process()
+
+    def start_line(self) -> str:
+        """The run's first log line: what it is about to do."""
+        return (f"Running {self.n_itr} iterations of minibatch RL "
+                f"({self.itr_batch_size} env steps each).")
 
     def diagnostics_state(self) -> dict:
         """The logging accumulators, so a resumed run's next rows equal the original's."""
@@ -413,7 +420,8 @@ class MinibatchRlBase(BaseRunner):
             self.save_itr_snapshot(itr)
         now = time.time()
         new_itrs = itr - self._last_itr
-        train_time = max(now - self._last_time - eval_time, 1e-9)
+        paused = eval_time if self._eval_pauses_training else 0.0
+        train_time = max(now - self._last_time - paused, 1e-9)
         new_steps = new_itrs * self.itr_batch_size
         updates = self.algo.update_counter
         new_updates = updates - self._last_update_counter
