@@ -35,6 +35,8 @@ import tempfile
 import threading
 import time
 import traceback
+from collections.abc import Container
+from dataclasses import dataclass
 
 import torch
 
@@ -49,7 +51,7 @@ from rlpyt.utils.logging import logger
 from rlpyt.utils.process import child_processes, describe_exit, granted_cpus, kill_processes
 from rlpyt.utils.seed import make_seed, set_seed
 
-__all__ = ["AsyncRl", "AsyncRlBase", "AsyncRlEval", "AsyncRunError", "split_affinity"]
+__all__ = ["AsyncRl", "AsyncRlBase", "AsyncRlEval", "AsyncRunError", "EvalItrs", "split_affinity"]
 
 FAULT_CHECK_S = 0.2
 JOIN_TIMEOUT_S = 5.0
@@ -159,6 +161,29 @@ def resume_is_complete(state: dict, n_steps: int, itr_batch_size: int) -> bool:
                f"n_steps={n_steps}); nothing to train.  Pass a larger n_steps "
                f"(--n-steps) to train on.")
     return True
+
+
+@dataclass(frozen=True)
+class EvalItrs:
+    """The sampler iterations after which ``AsyncRlEval``'s sampler evaluates: every
+    log row's (``(itr + 1) % log_interval_itrs == 0``) and the last (``n_itr - 1``)
+    from ``first`` on, and -1 (before the first batch) if ``before_start``.
+
+    A membership test, not a set: a run of 1e12 env steps has 1e10 and more
+    iterations, and listing them would take the sampler's start forever.
+    """
+
+    first: int
+    n_itr: int
+    log_interval_itrs: int
+    before_start: bool
+
+    def __contains__(self, itr: int) -> bool:
+        if itr == -1:
+            return self.before_start
+        if not self.first <= itr < self.n_itr:
+            return False
+        return (itr + 1) % self.log_interval_itrs == 0 or itr == self.n_itr - 1
 
 
 def append_to_buffer(algo, buffer, samples) -> None:
@@ -301,7 +326,7 @@ class AsyncRlBase(MinibatchRlBase):
         self._errors = QueueReader(self.control.errors, "rlpyt-async-errors")
         self._watch = AsyncWatch(self.control, self.progress_timeout, AsyncRunError)
 
-    def eval_itrs(self, start_itr: int = 0) -> frozenset:
+    def eval_itrs(self, start_itr: int = 0) -> Container[int]:
         """Sampler iterations after which the sampler evaluates (none here)."""
         return frozenset()
 
@@ -593,11 +618,10 @@ class AsyncRlEval(AsyncRlBase):
 
     _eval = True
 
-    def eval_itrs(self, start_itr: int = 0) -> frozenset:
+    def eval_itrs(self, start_itr: int = 0) -> EvalItrs:
         # A resumed run whose batches were all sampled still makes its final evaluation.
-        itrs = {itr for itr in range(min(start_itr, self.n_itr - 1), self.n_itr)
-                if self._is_log_itr(itr)}
-        return frozenset(itrs | ({-1} if start_itr == 0 else set()))
+        return EvalItrs(first=min(start_itr, self.n_itr - 1), n_itr=self.n_itr,
+                        log_interval_itrs=self.log_interval_itrs, before_start=start_itr == 0)
 
     def startup(self) -> int:
         if self.sampler.eval_n_envs == 0:
