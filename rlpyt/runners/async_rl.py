@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import math
 import multiprocessing as mp
 import os
 import queue
@@ -142,25 +141,6 @@ class QueueReader:
 
     def get(self, block: bool = False, timeout: float | None = None):
         return self.local.get(block=block, timeout=timeout)
-
-
-def resume_is_complete(state: dict, n_steps: int, itr_batch_size: int) -> bool:
-    """Whether the checkpoint ``state`` already holds all ``n_steps`` (then the run is
-    complete); raises ``ValueError`` for an ``n_steps`` below it (a resumed run can only
-    go on, and the sampler would wait for batches it never samples)."""
-    n_itr = max(math.ceil(n_steps / itr_batch_size), 1)
-    done_itrs, done_steps = state["itr"] + 1, state["cum_steps"]
-    if n_itr < done_itrs:
-        raise ValueError(
-            f"n_steps={n_steps} is below the {done_steps} env steps the checkpoint "
-            f"{state['_path']} already holds; a resumed run can only go on: pass "
-            f"n_steps >= {done_steps} (--n-steps), or start a new run")
-    if n_itr > done_itrs:
-        return False
-    logger.log(f"Resume: the run is already complete ({done_steps} env steps, "
-               f"n_steps={n_steps}); nothing to train.  Pass a larger n_steps "
-               f"(--n-steps) to train on.")
-    return True
 
 
 @dataclass(frozen=True)
@@ -358,9 +338,7 @@ class AsyncRlBase(MinibatchRlBase):
         """
         try:
             self._resume_state = self.find_resume_state(resume)
-            if self._resume_state is not None and resume_is_complete(
-                    self._resume_state, self.n_steps, self.sampler.batch_spec.size):
-                self.load_diagnostics_state(self._resume_state["diagnostics"])
+            if self._resume_state is not None and self._resume_is_complete(self._resume_state):
                 return self.summary()  # Nothing to train: no process is started.
             self.startup()
             if self._resume_state is not None:

@@ -33,7 +33,7 @@ import torch
 import torch.distributed as dist
 
 from rlpyt.runners import checkpoint as ckpt
-from rlpyt.runners.minibatch_rl import MinibatchRlBase, MinibatchRlEval
+from rlpyt.runners.minibatch_rl import MinibatchRlBase, MinibatchRlEval, resume_is_complete
 from rlpyt.utils.logging import logger
 from rlpyt.utils.process import die_with_parent
 from rlpyt.utils.seed import make_seed, set_seed
@@ -136,6 +136,8 @@ class SyncRlMixin:
         return self._spawn_ranks()
 
     def _spawn_ranks(self):
+        if self._resume_is_complete_here():
+            return self.summary()  # Nothing to train: no rank is spawned.
         if self.seed is None:
             self.seed = make_seed()  # one run seed for every rank
         ctx = mp.get_context("spawn")
@@ -175,6 +177,28 @@ class SyncRlMixin:
             _stop_processes(procs)
             for conn in conns:
                 conn.close()
+
+    def _resume_is_complete_here(self) -> bool:
+        """Before any rank is spawned: whether the checkpoint a resume continues from
+        holds the whole run (its summary is then rank 0's), ``ValueError`` for an
+        ``n_steps`` below it, as every rank would find (``resume_is_complete``), but
+        without seconds of start-up.  Anything else about the checkpoint (none yet, a
+        different number of ranks) is for rank 0 to find and say."""
+        resume = self._resume_request
+        if resume is False:
+            return False
+        path = str(resume) if resume is not True else logger.get_snapshot_dir()
+        if path is None or (resume is True and ckpt.latest_checkpoint(path) is None):
+            return False
+        try:
+            state = ckpt.load_checkpoint(path)
+        except (OSError, ValueError):
+            return False
+        if not resume_is_complete(state, self.n_steps,
+                                  self.sampler.batch_spec.size * self.n_replicas):
+            return False
+        self.load_diagnostics_state(state["diagnostics"])
+        return True
 
     def _train_rank(self, rank: int, world_size: int, local_rank: int, init_method: str,
                     log_state: dict | None = None):
