@@ -50,43 +50,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the ``rlpyt`` command; ``argv`` None: this process's arguments (the program
-    itself, which then ends at once after the command: see ``_exit_now``)."""
+    itself, which then ends at once after the command: see
+    ``rlpyt.utils.process.exit_now``)."""
     code = _main(argv)
     if argv is None:
-        _exit_now(code)
+        from rlpyt.utils.process import exit_now
+
+        exit_now(code)
     return code
-
-
-def _exit_now(code: int) -> None:
-    """End the program with ``code`` without the interpreter's teardown.
-
-    The command is over (workers stopped, run files closed); tearing down the
-    interpreter frees every object torch and the envs made, one by one, which takes
-    about 0.4 s on an idle machine and seconds on a busy one, after a Ctrl-C or
-    ``SIGTERM`` too, where a scheduler waits for the exit.  What an ordinary exit still
-    does that matters is done first: non-daemon threads are joined, the ``atexit``
-    handlers run (logging, multiprocessing's clean-up) and the standard streams are
-    flushed.  Where the interpreter offers no way to run the handlers, the ordinary exit
-    stays, with the last garbage collection skipped.
-    """
-    import atexit
-    import gc
-    import threading
-
-    gc.freeze()  # (the ordinary exit's last collection would walk the whole heap)
-    run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
-    if run_exit_handlers is None:  # pragma: no cover - not CPython
-        return
-    for thread in threading.enumerate():
-        if thread is not threading.main_thread() and not thread.daemon:
-            thread.join()
-    run_exit_handlers()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError, AttributeError):
-            pass
-    os._exit(code)
 
 
 def _main(argv: list[str] | None) -> int:

@@ -20,7 +20,6 @@ import hashlib
 import multiprocessing as mp
 import os
 import signal
-import sys
 import time
 import traceback
 from collections.abc import Iterator, Mapping, Sequence
@@ -35,7 +34,7 @@ import torch.distributed as dist
 from rlpyt.runners import checkpoint as ckpt
 from rlpyt.runners.minibatch_rl import MinibatchRlBase, MinibatchRlEval, resume_is_complete
 from rlpyt.utils.logging import logger
-from rlpyt.utils.process import die_with_parent
+from rlpyt.utils.process import die_with_parent, exit_now
 from rlpyt.utils.seed import make_seed, set_seed
 from rlpyt.utils.synchronize import find_port
 
@@ -450,11 +449,14 @@ def _spawned_rank_main(runner: SyncRlMixin, rank: int, world_size: int, init_met
     try:
         summary = runner._train_rank(rank, world_size, rank, init_method, log_state)
         conn.send(("ok", summary if rank == 0 else None))
+        code = 0
     except BaseException:  # noqa: BLE001 - every failure goes to the launcher
         conn.send(("error", traceback.format_exc()))
-        conn.close()
-        sys.exit(1)
+        code = 1
     conn.close()
+    # Reported: end now.  The interpreter's teardown (torch, gloo) takes seconds on a
+    # busy machine, and the launcher waits for it after a Ctrl-C.
+    exit_now(code)
 
 
 def _watch_ranks(procs: list, conns: list):
