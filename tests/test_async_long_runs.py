@@ -1,6 +1,9 @@
-"""AsyncRl with a huge ``n_steps`` (``rlpyt train --runner async --n-steps 1e12``) starts
-sampling and training at once: nothing of its start-up grows with the number of
-iterations (the evaluation schedule was once listed as a set of ~1e10 iterations)."""
+"""AsyncRl and long things.  A huge ``n_steps`` (``rlpyt train --runner async --n-steps
+1e12``) starts sampling and training at once: nothing of its start-up grows with the
+number of iterations (the evaluation schedule was once listed as a set of ~1e10
+iterations).  A Ctrl-C while the sampler is inside a long batch (or evaluation), where
+it does not look at the stop request, still ends the run within seconds (it waited 5 s
+for the sampler, then more)."""
 
 from __future__ import annotations
 
@@ -10,9 +13,9 @@ import time
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_async_rl import cartpole_sampler, small_dqn, train
+from test_async_rl import SlowEnv, cartpole_sampler, small_dqn, train
 
-from rlpyt.runners.async_rl import AsyncRlEval, EvalItrs
+from rlpyt.runners.async_rl import AsyncRl, AsyncRlEval, EvalItrs
 from rlpyt.samplers.async_.serial_sampler import AsyncSerialSampler
 
 START_DEADLINE_S = 60.0  # Typically 3-6 s on a loaded 2-core machine.
@@ -75,3 +78,33 @@ def test_a_run_of_1e12_env_steps_starts_training(tmp_path):
         f"no gradient step within {START_DEADLINE_S}s of starting a run of n_steps=1e12 "
         f"({time.monotonic() - t0:.1f}s)")
     assert runner.n_itr == 10 ** 12 // 32
+
+
+def test_ctrl_c_inside_a_long_sampler_batch_stops_within_seconds(tmp_path, leak_check):
+    algo, agent = small_dqn()
+    # One batch: 32 steps of 0.3 s, about 10 s without a look at the stop request.
+    sampler = cartpole_sampler(AsyncSerialSampler, EnvCls=SlowEnv, env_kwargs=dict(delay=0.3))
+    runner = AsyncRl(algo, agent, sampler, n_steps=10_000, seed=0)
+    interrupted_at = []
+
+    def interrupt_mid_batch():
+        deadline = time.monotonic() + START_DEADLINE_S
+        while time.monotonic() < deadline:
+            proc = runner.sampler_process
+            if proc is not None and proc.is_alive() and hasattr(runner, "_opt_itr"):
+                break
+            time.sleep(0.05)
+        time.sleep(1.0)  # Inside the first batch.
+        interrupted_at.append(time.monotonic())
+        _thread.interrupt_main()
+
+    watcher = threading.Thread(target=interrupt_mid_batch, daemon=True)
+    watcher.start()
+    try:
+        train(runner, tmp_path)
+    except KeyboardInterrupt:
+        pass
+    stopped_s = time.monotonic() - interrupted_at[0]
+    watcher.join()
+    assert runner.control is None  # Shut down: processes reaped, shared memory released.
+    assert stopped_s < 3.5, f"the run took {stopped_s:.1f}s to stop after Ctrl-C"

@@ -53,7 +53,13 @@ from rlpyt.utils.seed import make_seed, set_seed
 __all__ = ["AsyncRl", "AsyncRlBase", "AsyncRlEval", "AsyncRunError", "EvalItrs", "split_affinity"]
 
 FAULT_CHECK_S = 0.2
-JOIN_TIMEOUT_S = 5.0
+# Stopping the sampler and copier processes: after the stop request each has this long
+# to leave on its own (both poll it every POLL_S), then SIGTERM (both exit at once on it,
+# the sampler stopping its workers), then SIGKILL.  A sampler inside an evaluation or a
+# long batch does not look at the request, and a Ctrl-C must end the run within 5 s.
+# The SIGTERM wait is the longer one: the sampler then stops its own workers.
+JOIN_TIMEOUT_S = 1.0
+TERMINATE_TIMEOUT_S = 2.0
 DEFAULT_MAX_AHEAD = 2
 
 
@@ -567,7 +573,10 @@ class AsyncRlBase(MinibatchRlBase):
         for proc in procs:
             if proc.is_alive():
                 proc.terminate()
-                proc.join(timeout=2.0)
+        deadline = time.monotonic() + TERMINATE_TIMEOUT_S
+        for proc in procs:
+            proc.join(timeout=max(0.0, deadline - time.monotonic()))
+        for proc in procs:
             if proc.is_alive():
                 proc.kill()
                 proc.join(timeout=2.0)
