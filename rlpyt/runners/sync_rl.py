@@ -193,6 +193,8 @@ class SyncRlMixin:
             state = ckpt.load_checkpoint(path)
         except (OSError, ValueError):
             return False
+        if state.get("world_size", 1) != self.n_replicas:
+            return False  # Refused by the ranks, naming both counts.
         if not resume_is_complete(state, self.n_steps,
                                   self.sampler.batch_spec.size * self.n_replicas):
             return False
