@@ -1,6 +1,7 @@
 """SIGINT or SIGTERM sent to the launcher's PID alone (what a job scheduler, a supervisor
 or ``timeout`` sends) stops every process of the run within 5 s, keeps the last
-checkpoint readable, and exits 130 / 143."""
+checkpoint readable, and exits 130 / 143 (a launcher of ours; torchrun's exit status is
+its own)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from rlpyt.runners.checkpoint import load_checkpoint
 from rlpyt.utils.logging.run_dir import latest_checkpoint
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TORCHRUN = os.path.join(os.path.dirname(sys.executable), "torchrun")
 STOP_WITHIN_S = 5.0
 
 # The command line, with Python's own SIGINT handler (a test run started as a background
@@ -48,6 +50,36 @@ def test_a_signal_to_the_launcher_alone_stops_the_run(run, signum, tmp_path):
          "--runner.checkpoint_interval_steps", "800"],
         env=dict(os.environ, PYTHONPATH=ROOT), stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True, start_new_session=True)
+    code, err = _signal_after_a_checkpoint(proc, signum, run_dir, f"{run} ")
+    assert code == 128 + signum, (code, err)
+    assert "rlpyt train: interrupted" in err, err
+    assert "Resume with: rlpyt train --resume" in err, err
+
+
+@pytest.mark.skipif(not os.path.exists(TORCHRUN), reason="torchrun is not installed")
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_to_torchrun_alone_stops_every_rank(signum, tmp_path):
+    """torchrun passes the signal to its ranks; each stops as a plain run does (rank 0
+    says how to resume).  torchrun's own exit status is torch's: 1, after its
+    ``SignalException`` (docs/cli.md)."""
+    run_dir = str(tmp_path / "run_0")
+    proc = subprocess.Popen(
+        [TORCHRUN, "--standalone", "--nnodes", "1", "--nproc-per-node", "2", "-m", "rlpyt",
+         "train", "--algo", "a2c", "--n-steps", "10000000", "--log-dir", str(tmp_path),
+         "--runner.log_interval_steps", "80", "--runner.checkpoint_interval_steps", "80"],
+        env=dict(os.environ, PYTHONPATH=ROOT, OMP_NUM_THREADS="1"), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, start_new_session=True)
+    code, err = _signal_after_a_checkpoint(proc, signum, run_dir, "torchrun ")
+    assert code != 0, err
+    assert f"got signal: {int(signum)}" in err, err  # torchrun passed it on
+    assert err.count("rlpyt train: interrupted; latest checkpoint") == 1, err  # rank 0 alone
+    assert "Resume with: rlpyt train --resume" in err, err
+
+
+def _signal_after_a_checkpoint(proc, signum, run_dir: str, what: str) -> tuple[int, str]:
+    """Wait for the run's first checkpoint, send ``signum`` to ``proc`` alone, and check
+    that it and every process under it end within ``STOP_WITHIN_S`` with the checkpoint
+    readable; returns its exit code and stderr."""
     try:
         deadline = time.monotonic() + 240
         while latest_checkpoint(run_dir) is None:
@@ -70,15 +102,13 @@ def test_a_signal_to_the_launcher_alone_stops_the_run(run, signum, tmp_path):
     finally:
         _kill_group(proc)
     out, err = proc.communicate()
-    print(f"{run} {signal.Signals(signum).name}: {len(children)} child processes gone after "
+    print(f"{what}{signal.Signals(signum).name}: {len(children)} child processes gone after "
           f"{children_s} s, the launcher after {elapsed} s")
     assert children_s is not None and children_s < STOP_WITHIN_S, children_s
     assert code is not None and elapsed < STOP_WITHIN_S, elapsed
-    assert code == 128 + signum, (code, err)
-    assert "rlpyt train: interrupted" in err, err
-    assert "Resume with: rlpyt train --resume" in err, err
     state = load_checkpoint(run_dir)  # the last complete checkpoint reads
     assert state["itr"] >= 0
+    return code, err
 
 
 def _status(process) -> str | None:

@@ -558,6 +558,12 @@ def test_resume_with_another_number_of_ranks_is_refused(tmp_path):
                  affinity=_cpu_ranks(1), log_interval_steps=32)
     with pytest.raises(SyncRlError, match=r"written by 2 rank\(s\).*resume it with 2 ranks"):
         one.train(resume=run_dir)
+    # An n_steps that one rank would have finished (2 iterations of 16 steps) is refused
+    # for the rank count too, not taken as complete by the launcher.
+    one = SyncRl(A2C(), CategoricalPgAgent(), _cartpole_sampler(2), n_steps=32, seed=0,
+                 affinity=_cpu_ranks(1), log_interval_steps=32)
+    with pytest.raises(SyncRlError, match=r"written by 2 rank\(s\).*resume it with 2 ranks"):
+        one.train(resume=run_dir)
     assert _no_children_left()
 
 

@@ -50,20 +50,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the ``rlpyt`` command; ``argv`` None: this process's arguments (the program
-    itself, which then exits at once after the command: see ``_exit_fast``)."""
+    itself, which then ends at once after the command: see
+    ``rlpyt.utils.process.exit_now``)."""
     code = _main(argv)
     if argv is None:
-        _exit_fast()
+        from rlpyt.utils.process import exit_now
+
+        exit_now(code)
     return code
-
-
-def _exit_fast() -> None:
-    """Leave the heap out of the interpreter's last garbage collection: the command is
-    over (workers stopped, files closed), and a full collection of everything torch and
-    the envs loaded takes seconds on a busy machine, delaying the exit after a signal."""
-    import gc
-
-    gc.freeze()
 
 
 def _main(argv: list[str] | None) -> int:

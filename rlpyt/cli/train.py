@@ -556,7 +556,8 @@ def run_train(args, extra: list[str]) -> int:
             summary = train_from_config(config, log_dir, run_id, args.snapshot_mode,
                                         resume=True if args.resume else None)
         except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: say how to go on
-            _report_interrupt(os.path.join(log_dir, f"run_{run_id}"))
+            if not (launched_by_torchrun() and int(os.environ["RANK"]) != 0):  # rank 0 says it
+                _report_interrupt(os.path.join(log_dir, f"run_{run_id}"))
             return 128 + getattr(e, "signum", 2)  # 130 (SIGINT) or 143 (SIGTERM)
     if launched_by_torchrun() and int(os.environ["RANK"]) != 0:
         return 0  # rank 0 reports

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import math
 import multiprocessing as mp
 import os
 import queue
@@ -36,6 +35,8 @@ import threading
 import time
 import traceback
 import warnings
+from collections.abc import Container
+from dataclasses import dataclass
 
 import torch
 
@@ -50,10 +51,16 @@ from rlpyt.utils.logging import logger
 from rlpyt.utils.process import child_processes, describe_exit, granted_cpus, kill_processes
 from rlpyt.utils.seed import make_seed, set_seed
 
-__all__ = ["AsyncRl", "AsyncRlBase", "AsyncRlEval", "AsyncRunError", "split_affinity"]
+__all__ = ["AsyncRl", "AsyncRlBase", "AsyncRlEval", "AsyncRunError", "EvalItrs", "split_affinity"]
 
 FAULT_CHECK_S = 0.2
-JOIN_TIMEOUT_S = 5.0
+# Stopping the sampler and copier processes: after the stop request each has this long
+# to leave on its own (both poll it every POLL_S), then SIGTERM (both exit at once on it,
+# the sampler stopping its workers), then SIGKILL.  A sampler inside an evaluation or a
+# long batch does not look at the request, and a Ctrl-C must end the run within 5 s.
+# The SIGTERM wait is the longer one: the sampler then stops its own workers.
+JOIN_TIMEOUT_S = 1.0
+TERMINATE_TIMEOUT_S = 2.0
 DEFAULT_MAX_AHEAD = 2
 
 
@@ -176,23 +183,27 @@ class QueueReader:
         return self.local.get(block=block, timeout=timeout)
 
 
-def resume_is_complete(state: dict, n_steps: int, itr_batch_size: int) -> bool:
-    """Whether the checkpoint ``state`` already holds all ``n_steps`` (then the run is
-    complete); raises ``ValueError`` for an ``n_steps`` below it (a resumed run can only
-    go on, and the sampler would wait for batches it never samples)."""
-    n_itr = max(math.ceil(n_steps / itr_batch_size), 1)
-    done_itrs, done_steps = state["itr"] + 1, state["cum_steps"]
-    if n_itr < done_itrs:
-        raise ValueError(
-            f"n_steps={n_steps} is below the {done_steps} env steps the checkpoint "
-            f"{state['_path']} already holds; a resumed run can only go on: pass "
-            f"n_steps >= {done_steps} (--n-steps), or start a new run")
-    if n_itr > done_itrs:
-        return False
-    logger.log(f"Resume: the run is already complete ({done_steps} env steps, "
-               f"n_steps={n_steps}); nothing to train.  Pass a larger n_steps "
-               f"(--n-steps) to train on.")
-    return True
+@dataclass(frozen=True)
+class EvalItrs:
+    """The sampler iterations after which ``AsyncRlEval``'s sampler evaluates: every
+    log row's (``(itr + 1) % log_interval_itrs == 0``) and the last (``n_itr - 1``)
+    from ``first`` on, and -1 (before the first batch) if ``before_start``.
+
+    A membership test, not a set: a run of 1e12 env steps has 1e10 and more
+    iterations, and listing them would take the sampler's start forever.
+    """
+
+    first: int
+    n_itr: int
+    log_interval_itrs: int
+    before_start: bool
+
+    def __contains__(self, itr: int) -> bool:
+        if itr == -1:
+            return self.before_start
+        if not self.first <= itr < self.n_itr:
+            return False
+        return (itr + 1) % self.log_interval_itrs == 0 or itr == self.n_itr - 1
 
 
 def append_to_buffer(algo, buffer, samples) -> None:
@@ -337,7 +348,7 @@ class AsyncRlBase(MinibatchRlBase):
         self._errors = QueueReader(self.control.errors, "rlpyt-async-errors")
         self._watch = AsyncWatch(self.control, self.progress_timeout, AsyncRunError)
 
-    def eval_itrs(self, start_itr: int = 0) -> frozenset:
+    def eval_itrs(self, start_itr: int = 0) -> Container[int]:
         """Sampler iterations after which the sampler evaluates (none here)."""
         return frozenset()
 
@@ -373,9 +384,7 @@ class AsyncRlBase(MinibatchRlBase):
         """
         try:
             self._resume_state = self.find_resume_state(resume)
-            if self._resume_state is not None and resume_is_complete(
-                    self._resume_state, self.n_steps, self.sampler.batch_spec.size):
-                self.load_diagnostics_state(self._resume_state["diagnostics"])
+            if self._resume_state is not None and self._resume_is_complete(self._resume_state):
                 return self.summary()  # Nothing to train: no process is started.
             self.startup()
             if self._resume_state is not None:
@@ -600,7 +609,10 @@ class AsyncRlBase(MinibatchRlBase):
         for proc in procs:
             if proc.is_alive():
                 proc.terminate()
-                proc.join(timeout=2.0)
+        deadline = time.monotonic() + TERMINATE_TIMEOUT_S
+        for proc in procs:
+            proc.join(timeout=max(0.0, deadline - time.monotonic()))
+        for proc in procs:
             if proc.is_alive():
                 proc.kill()
                 proc.join(timeout=2.0)
@@ -629,11 +641,10 @@ class AsyncRlEval(AsyncRlBase):
 
     _eval = True
 
-    def eval_itrs(self, start_itr: int = 0) -> frozenset:
+    def eval_itrs(self, start_itr: int = 0) -> EvalItrs:
         # A resumed run whose batches were all sampled still makes its final evaluation.
-        itrs = {itr for itr in range(min(start_itr, self.n_itr - 1), self.n_itr)
-                if self._is_log_itr(itr)}
-        return frozenset(itrs | ({-1} if start_itr == 0 else set()))
+        return EvalItrs(first=min(start_itr, self.n_itr - 1), n_itr=self.n_itr,
+                        log_interval_itrs=self.log_interval_itrs, before_start=start_itr == 0)
 
     def startup(self) -> int:
         if self.sampler.eval_n_envs == 0:

@@ -31,6 +31,27 @@ __all__ = ["MinibatchRl", "MinibatchRlBase", "MinibatchRlEval"]
 TIME_KEYS = ("CumTime (s)", "StepsPerSecond", "UpdatesPerSecond", "EvalTime (s)", "CumEvalTime (s)")
 
 
+def resume_is_complete(state: dict, n_steps: int, itr_batch_size: int) -> bool:
+    """Whether the checkpoint ``state`` already holds all ``n_steps`` (then the run is
+    complete); raises ``ValueError`` for an ``n_steps`` below it: a resumed run can only
+    go on (an async sampler would wait for batches it never samples, a synchronous run
+    would end without a word).  ``itr_batch_size``: env steps of one iteration, every
+    rank's together."""
+    n_itr = max(math.ceil(n_steps / itr_batch_size), 1)
+    done_itrs, done_steps = state["itr"] + 1, state["cum_steps"]
+    if n_itr < done_itrs:
+        raise ValueError(
+            f"n_steps={n_steps} is below the {done_steps} env steps the checkpoint "
+            f"{state['_path']} already holds; a resumed run can only go on: pass "
+            f"n_steps >= {done_steps} (--n-steps), or start a new run")
+    if n_itr > done_itrs:
+        return False
+    logger.log(f"Resume: the run is already complete ({done_steps} env steps, "
+               f"n_steps={n_steps}); nothing to train.  Pass a larger n_steps "
+               f"(--n-steps) to train on.")
+    return True
+
+
 class MinibatchRlBase(BaseRunner):
     """Alternates ``sampler.obtain_samples`` and ``algo.optimize_agent`` for ``n_steps``.
 
@@ -263,6 +284,16 @@ class MinibatchRlBase(BaseRunner):
     def _is_checkpoint_itr(self, itr) -> bool:
         n = self.checkpoint_interval_itrs
         return bool(n) and ((itr + 1) % n == 0 or itr == self.n_itr - 1)
+
+    def _resume_is_complete(self, state: dict) -> bool:
+        """Whether the checkpoint ``state`` holds the whole run (its diagnostics are then
+        loaded for the summary, and nothing is built); ``ValueError`` if ``n_steps`` is
+        below it (``resume_is_complete``)."""
+        if not resume_is_complete(state, self.n_steps,
+                                  self.sampler.batch_spec.size * self.world_size):
+            return False
+        self.load_diagnostics_state(state["diagnostics"])
+        return True
 
     def find_resume_state(self, resume) -> dict | None:
         """The checkpoint ``train(resume=...)`` continues from (see ``train``)."""
@@ -504,6 +535,8 @@ class MinibatchRlBase(BaseRunner):
                                    "(Ctrl-C again to stop at once, without one)")
         try:
             self._resume_state = self.find_resume_state(resume)
+            if self._resume_state is not None and self._resume_is_complete(self._resume_state):
+                return self.summary()  # Nothing to train: nothing is built.
             n_itr = self.startup()  # inside try: a failed set-up still stops sampler workers
             start_itr = 0
             if self._resume_state is not None:

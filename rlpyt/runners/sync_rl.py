@@ -20,7 +20,6 @@ import hashlib
 import multiprocessing as mp
 import os
 import signal
-import sys
 import time
 import traceback
 from collections.abc import Iterator, Mapping, Sequence
@@ -33,9 +32,9 @@ import torch
 import torch.distributed as dist
 
 from rlpyt.runners import checkpoint as ckpt
-from rlpyt.runners.minibatch_rl import MinibatchRlBase, MinibatchRlEval
+from rlpyt.runners.minibatch_rl import MinibatchRlBase, MinibatchRlEval, resume_is_complete
 from rlpyt.utils.logging import logger
-from rlpyt.utils.process import die_with_parent
+from rlpyt.utils.process import die_with_parent, exit_now
 from rlpyt.utils.seed import make_seed, set_seed
 from rlpyt.utils.synchronize import find_port
 
@@ -136,6 +135,8 @@ class SyncRlMixin:
         return self._spawn_ranks()
 
     def _spawn_ranks(self):
+        if self._resume_is_complete_here():
+            return self.summary()  # Nothing to train: no rank is spawned.
         if self.seed is None:
             self.seed = make_seed()  # one run seed for every rank
         ctx = mp.get_context("spawn")
@@ -175,6 +176,30 @@ class SyncRlMixin:
             _stop_processes(procs)
             for conn in conns:
                 conn.close()
+
+    def _resume_is_complete_here(self) -> bool:
+        """Before any rank is spawned: whether the checkpoint a resume continues from
+        holds the whole run (its summary is then rank 0's), ``ValueError`` for an
+        ``n_steps`` below it, as every rank would find (``resume_is_complete``), but
+        without seconds of start-up.  Anything else about the checkpoint (none yet, a
+        different number of ranks) is for rank 0 to find and say."""
+        resume = self._resume_request
+        if resume is False:
+            return False
+        path = str(resume) if resume is not True else logger.get_snapshot_dir()
+        if path is None or (resume is True and ckpt.latest_checkpoint(path) is None):
+            return False
+        try:
+            state = ckpt.load_checkpoint(path)
+        except (OSError, ValueError):
+            return False
+        if state.get("world_size", 1) != self.n_replicas:
+            return False  # Refused by the ranks, naming both counts.
+        if not resume_is_complete(state, self.n_steps,
+                                  self.sampler.batch_spec.size * self.n_replicas):
+            return False
+        self.load_diagnostics_state(state["diagnostics"])
+        return True
 
     def _train_rank(self, rank: int, world_size: int, local_rank: int, init_method: str,
                     log_state: dict | None = None):
@@ -426,11 +451,14 @@ def _spawned_rank_main(runner: SyncRlMixin, rank: int, world_size: int, init_met
     try:
         summary = runner._train_rank(rank, world_size, rank, init_method, log_state)
         conn.send(("ok", summary if rank == 0 else None))
+        code = 0
     except BaseException:  # noqa: BLE001 - every failure goes to the launcher
         conn.send(("error", traceback.format_exc()))
-        conn.close()
-        sys.exit(1)
+        code = 1
     conn.close()
+    # Reported: end now.  The interpreter's teardown (torch, gloo) takes seconds on a
+    # busy machine, and the launcher waits for it after a Ctrl-C.
+    exit_now(code)
 
 
 def _watch_ranks(procs: list, conns: list):

@@ -25,6 +25,7 @@ import signal
 import sys
 import time
 import traceback
+from collections.abc import Container
 
 from rlpyt.samplers.async_.control import AsyncControl, AsyncStopped
 from rlpyt.samplers.base import BaseSampler
@@ -100,7 +101,7 @@ def _exit_on_sigterm(signum, frame):
 
 def run_sampler(sampler: AsyncSamplerBase, agent, control: AsyncControl, *, affinity: dict,
                 seed: int, bootstrap_value: bool, traj_info_kwargs: dict, n_itr: int,
-                eval_itrs: frozenset, stack_file: str, start_itr: int = 0) -> None:
+                eval_itrs: Container[int], stack_file: str, start_itr: int = 0) -> None:
     """Entry point of the sampler process (a ``multiprocessing.Process`` target).
 
     Args:
@@ -153,7 +154,7 @@ class _SamplerLoop:
         self.inner, self.double_buffer_np = inner, double_buffer_np
         self.agent, self.control = agent, control
 
-    def run(self, start_itr: int, n_itr: int, eval_itrs: frozenset) -> None:
+    def run(self, start_itr: int, n_itr: int, eval_itrs: Container[int]) -> None:
         control = self.control
         if -1 in eval_itrs:
             self.evaluate(-1)
