@@ -54,8 +54,10 @@ test-gpu: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/python -m pytest -n $(JOBS) -m "not learning" tests
 
+# Learning tests with their full seed plans (tests/helpers.py: seed_plan); make test runs
+# the quick plans.
 learning: $(STAMP)
-	$(BIN)/python -m pytest -n $(JOBS) --dist loadgroup -m learning tests
+	RLPYT_FULL_SEEDS=1 $(BIN)/python -m pytest -n $(JOBS) --dist loadgroup -m learning tests
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[bench]"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import gymnasium as gym
@@ -131,3 +132,15 @@ def k_of_n(train_seed, seeds, needed: int, end_of_run: EndOfRun, name: str) -> l
     assert passes >= needed, (f"{name}: {passes} of {len(seeds)} seeds passed, {needed} "
                               f"needed\n" + "\n".join(lines))
     return lines
+
+
+FULL_SEEDS_ENV = "RLPYT_FULL_SEEDS"
+
+
+def seed_plan(full: tuple[int, int], quick: tuple[int, int]) -> tuple[int, range]:
+    """``(needed, seeds)`` of a k-of-n learning test, each plan given as ``(k, n)``: the
+    ``quick`` plan in ``make test`` (kept within CI's time budget), the ``full`` one when
+    ``RLPYT_FULL_SEEDS=1`` (``make learning`` sets it; the figures in docs/benchmarks.md
+    come from full plans)."""
+    needed, n = full if os.environ.get(FULL_SEEDS_ENV) == "1" else quick
+    return needed, range(n)

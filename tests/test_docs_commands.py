@@ -149,6 +149,7 @@ SHELL_BLOCKS = extract_blocks("bash")
 PYTHON_BLOCKS = extract_blocks("python")
 
 
+@pytest.mark.slow  # Two dozen CLI processes one after another: minutes of CPU.
 def test_shell_blocks_run_as_written(tmp_path):
     """Every shell line of the pages, in page order, in one working directory (with the
     repo's examples/ in it), as a reader would type them; then ``make demo`` once more,
