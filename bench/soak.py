@@ -129,10 +129,12 @@ def main() -> int:
     parser.add_argument("--minutes", type=float, default=20.0, help="per run (default 20)")
     parser.add_argument("--warmup-s", type=float, default=120.0,
                         help="seconds before the first snapshot (default 120)")
-    parser.add_argument("--which", default="async,sync", help="async, sync or both")
+    parser.add_argument("--which", choices=["async", "sync", "both"], default="both",
+                        help="the AsyncRl DQN run, the 2-rank SyncRl PPO run, or both "
+                             "one after the other (default)")
     args = parser.parse_args()
-    results = {which: soak(which, args.minutes, args.warmup_s)
-               for which in args.which.split(",")}
+    runs = ["async", "sync"] if args.which == "both" else [args.which]
+    results = {which: soak(which, args.minutes, args.warmup_s) for which in runs}
     print("\n" + ", ".join(f"{w}: {'ok' if ok else 'GROWTH or leftovers'}"
                            for w, ok in results.items()))
     return 0 if all(results.values()) else 1
