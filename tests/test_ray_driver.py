@@ -37,8 +37,11 @@ def _marker_expression(request, learning: bool) -> str:
 @pytest.mark.parametrize("suite", SUITES)
 def test_ray_driver_suite(suite: str, learning: bool, request) -> None:
     pytest.importorskip("ray")
+    path = HERE / "ray_driver" / suite
+    if learning and "pytest.mark.learning" not in path.read_text():
+        pytest.skip(f"{suite} has no learning test")  # Spares a child's start-up.
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfE",
-               "-m", _marker_expression(request, learning), str(HERE / "ray_driver" / suite)]
+               "-m", _marker_expression(request, learning), str(path)]
     env = dict(os.environ, **{RAY_DRIVER_ENV: "1"})
     proc = subprocess.run(command, cwd=HERE.parent, env=env, capture_output=True, text=True)
     output = proc.stdout + proc.stderr
