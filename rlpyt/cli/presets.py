@@ -158,8 +158,8 @@ _DQN_CARTPOLE = dict(discount=0.99, batch_size=64, min_steps_learn=1_000, replay
                      eps_steps=10_000, delta_clip=1.0, clip_grad_norm=10.0)
 # Double Q-learning and 3-step returns keep a solved CartPole solved: with one-step plain
 # DQN it fell back (the test's end-of-run rule held in 3 of 5 seeds, the mean of the last
-# two evaluations at 100k steps in 0 of 5; with these, 4 of 5 and 2 of 5; docs/benchmarks.md,
-# "DQN and C51: staying solved").
+# two evaluations at 100k steps in 0 of 5; with these, 4 of 5 and 2 of 5; C51 with them:
+# 5 of 5 and 5 of 5; docs/benchmarks.md, "DQN and C51: staying solved").
 _DQN_HOLDS = dict(double_dqn=True, n_step_return=3)
 _DQN_SAMPLER = dict(batch_T=4, batch_B=8, max_decorrelation_steps=0, eval_n_envs=5,
                     eval_max_trajectories=5)
@@ -180,11 +180,12 @@ PRESETS.update(
         agents={"discrete": "rlpyt.agents.dqn.catdqn_agent:CatDqnAgent"},
         env="CartPole-v1",
         # Returns of CartPole with discount 0.99 and time-limit bootstrapping lie in [0, 100].
-        algo_kwargs=dict(_DQN_CARTPOLE, V_min=0.0, V_max=100.0),
+        algo_kwargs=dict(_DQN_CARTPOLE, **_DQN_HOLDS, V_min=0.0, V_max=100.0),
         agent_kwargs=dict(eps_final=0.02, model_kwargs=dict(hidden_sizes=[128, 128])),
         sampler_kwargs=_DQN_SAMPLER,
         runner_kwargs=dict(n_steps=100_000, log_interval_steps=5_000),
-        description="Categorical DQN (C51: distribution over 51 return atoms)",
+        description="Categorical DQN (C51: distribution over 51 return atoms; double, "
+                    "3-step returns)",
     ),
 )
 
