@@ -11,7 +11,8 @@ class defaults, so the same command measures a library default and a fix:
     python bench/final_returns.py --algo r2d1 --preset --seeds 0 1 2
 
 ``--preset`` starts from the ``rlpyt train`` preset's algorithm, agent and sampler
-settings instead of the class defaults (``--algo-kwargs`` then overrides the preset).
+settings instead of the class defaults (``--algo-kwargs`` and ``--agent-kwargs`` then
+override the preset).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ def train_seed(job: dict) -> dict:
     algo_kwargs = dict(preset.algo_kwargs) if job["preset"] else {}
     algo_kwargs.update(job["algo_kwargs"])
     agent_kwargs = dict(preset.agent_kwargs) if job["preset"] else {}
+    agent_kwargs.update(job["agent_kwargs"])
     sampler_kwargs = dict(preset.sampler_kwargs) if job["preset"] else {}
     sampler_kwargs.update(batch_T=job["batch_T"] or sampler_kwargs.get("batch_T", 20),
                           batch_B=job["batch_B"] or sampler_kwargs.get("batch_B", 8),
@@ -76,6 +78,7 @@ def main() -> None:
     p.add_argument("--preset", action="store_true",
                    help="start from the preset's settings instead of the class defaults")
     p.add_argument("--algo-kwargs", default="{}", help="JSON overrides of the algorithm")
+    p.add_argument("--agent-kwargs", default="{}", help="JSON overrides of the agent")
     p.add_argument("--env", default="CartPole-v1")
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     p.add_argument("--n-steps", type=int, default=300_000)
@@ -90,13 +93,15 @@ def main() -> None:
                         "a temporary directory)")
     args = p.parse_args()
     jobs = [dict(algo=args.algo, preset=args.preset, algo_kwargs=json.loads(args.algo_kwargs),
+                 agent_kwargs=json.loads(args.agent_kwargs),
                  env=args.env, seed=seed, n_steps=args.n_steps, log_interval=args.log_interval,
                  batch_T=args.batch_T, batch_B=args.batch_B,
                  log_dir=args.log_dir) for seed in args.seeds]
     with mp.get_context("spawn").Pool(args.jobs) as pool:
         results = pool.map(train_seed, jobs)
     held = 0
-    print(f"{args.algo} {'preset' if args.preset else 'defaults'} + {args.algo_kwargs} on "
+    print(f"{args.algo} {'preset' if args.preset else 'defaults'} + {args.algo_kwargs} "
+          f"(agent + {args.agent_kwargs}) on "
           f"{args.env}, {args.n_steps} steps, eval every {args.log_interval}")
     for r in results:
         returns = [ret for _, ret in r["history"]]

@@ -1,6 +1,5 @@
 """DQN, Rainbow-style DQN and Categorical DQN learn CartPole-v1 (mean eval >= 475) and
-hold it at the end of their runs (the end is not judged yet for DQN and Categorical
-DQN: see ``NOT_HOLDING_YET``).
+hold it at the end of their runs.
 
 Each variant trains up to 5 seeds for at most 100k env steps, evaluating 5 episodes
 every 5k steps; a seed passes when it reaches a mean evaluation return of 475 and the
@@ -38,7 +37,13 @@ MIN_PASSES = 4
 
 SAMPLER = dict(batch_T=4, batch_B=8, max_decorrelation_steps=0, eval_n_envs=5,
                eval_max_trajectories=5)
-# The robust CartPole settings of examples/dqn_cartpole.py and the `dqn` preset.
+# The `dqn` preset: the CartPole settings of examples/dqn_cartpole.py with double
+# Q-learning and 3-step returns, which keep a solved CartPole solved.  Measured
+# 2026-11-25 with bench/final_returns.py (seeds 0-4, 100k steps, the two evaluations
+# after the first >= 475): one-step plain DQN (184, 500), (500, 500), (500, 500),
+# (500, 140), (500, 500): 3 of 5 pass this file's rule; with double and 3-step (500, 500),
+# (500, 500), (229, 500), (500, 500), (500, 500): 4 of 5 (docs/benchmarks.md, "DQN and
+# C51: staying solved").  4 of 5 is also what the test asks: no margin.
 DQN_KWARGS = PRESETS["dqn"].algo_kwargs
 AGENT_KWARGS = PRESETS["dqn"].agent_kwargs
 
@@ -56,12 +61,11 @@ VARIANTS = {
 }
 
 
-# Variants whose end of run is not judged yet: in the CI run of 2026-11-25 DQN and
-# Categorical DQN reached 475 but held the 427.5 bar two evaluations later in only 2 of
-# 5 seeds each (docs/benchmarks.md, "End of run"); Rainbow-style DQN held it.
-NOT_HOLDING_YET = ("categorical", "dqn")
-SOLVED = {name: EndOfRun(THRESHOLD, check_end=name not in NOT_HOLDING_YET)
-          for name in VARIANTS}
+# Every variant's end of run is judged.  Categorical DQN held the 427.5 bar in only 2 of
+# 5 seeds in the CI run of 2026-11-25 with one-step plain targets; its preset took double
+# Q-learning and 3-step returns as DQN's did, and then held in 5 of 5 (above; the two
+# evaluations after the first >= 475 were 500 in every seed).
+SOLVED = {name: EndOfRun(THRESHOLD) for name in VARIANTS}
 
 
 def train_seed(AlgoCls, AgentCls, algo_kwargs, agent_kwargs, seed, log_dir,
