@@ -1,12 +1,12 @@
 """DQN, Rainbow-style DQN and Categorical DQN learn CartPole-v1 (mean eval >= 475) and
 hold it at the end of their runs.
 
-Each variant trains up to 5 seeds for at most 100k env steps, evaluating 5 episodes
+Each variant trains its seeds for at most 100k env steps each, evaluating 5 episodes
 every 5k steps; a seed passes when it reaches a mean evaluation return of 475 and the
-mean of its last two evaluations is at least 427.5 (``helpers.EndOfRun``), and at least
-4 seeds must pass.  To keep CI cheap a seed's run ends two evaluations after it first
-reaches 475, and no further seeds run once the outcome is decided (4 passes, or 2
-failures).  Per-seed results are printed (``-s``) and listed in the failure message.
+mean of its last two evaluations is at least 427.5 (``helpers.EndOfRun``).  At least 2
+of 3 seeds must pass in ``make test``, 4 of 5 in ``make learning``
+(``helpers.seed_plan``).  To keep CI cheap a seed's run ends two evaluations after it
+first reaches 475, and no further seeds run once the outcome is decided.  Per-seed results are printed (``-s``) and listed in the failure message.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import time
 
 import pytest
 import torch
-from helpers import EndOfRun, k_of_n
+from helpers import EndOfRun, k_of_n, seed_plan
 
 from rlpyt.agents.dqn.catdqn_agent import CatDqnAgent
 from rlpyt.agents.dqn.dqn_agent import DqnAgent
@@ -32,8 +32,7 @@ from rlpyt.utils.logging.context import logger_context
 THRESHOLD = 475
 N_STEPS = 100_000
 EVAL_INTERVAL = 5_000
-SEEDS = range(5)
-MIN_PASSES = 4
+MIN_PASSES, SEEDS = seed_plan(full=(4, 5), quick=(2, 3))
 
 SAMPLER = dict(batch_T=4, batch_B=8, max_decorrelation_steps=0, eval_n_envs=5,
                eval_max_trajectories=5)
@@ -43,7 +42,7 @@ SAMPLER = dict(batch_T=4, batch_B=8, max_decorrelation_steps=0, eval_n_envs=5,
 # after the first >= 475): one-step plain DQN (184, 500), (500, 500), (500, 500),
 # (500, 140), (500, 500): 3 of 5 pass this file's rule; with double and 3-step (500, 500),
 # (500, 500), (229, 500), (500, 500), (500, 500): 4 of 5 (docs/benchmarks.md, "DQN and
-# C51: staying solved").  4 of 5 is also what the test asks: no margin.
+# C51: staying solved").  4 of 5 is also what the full plan asks: no margin.
 DQN_KWARGS = PRESETS["dqn"].algo_kwargs
 AGENT_KWARGS = PRESETS["dqn"].agent_kwargs
 

@@ -8,7 +8,7 @@ reached the threshold and the mean of its last two evaluations is at least 90% o
 """
 
 import pytest
-from helpers import EndOfRun, k_of_n, make_masked_cartpole, train_until
+from helpers import EndOfRun, k_of_n, make_masked_cartpole, seed_plan, train_until
 
 from rlpyt.agents.pg.categorical import CategoricalPgAgent, RecurrentCategoricalPgAgent
 from rlpyt.algos.pg.a2c import A2C
@@ -48,8 +48,10 @@ def _cartpole_history(name, AlgoCls, n_steps, log_interval, tmp_path, end_of_run
     return train_seed
 
 
-def test_ppo_cartpole_4_of_5_seeds(tmp_path):
-    k_of_n(_cartpole_history("ppo", PPO, 100_000, 10_000, tmp_path), range(5), 4, SOLVED,
+def test_ppo_cartpole_seeds(tmp_path):
+    """2 of 3 seeds in ``make test``, 4 of 5 in ``make learning`` (``helpers.seed_plan``)."""
+    needed, seeds = seed_plan(full=(4, 5), quick=(2, 3))
+    k_of_n(_cartpole_history("ppo", PPO, 100_000, 10_000, tmp_path), seeds, needed, SOLVED,
            "PPO")
 
 
