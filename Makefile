@@ -24,7 +24,7 @@ demo: $(STAMP)
 	@echo "The rlpyt command is $(BIN)/rlpyt: run 'source $(BIN)/activate' to put it on your PATH."
 
 lint: $(STAMP)
-	$(BIN)/ruff check rlpyt tests examples bench
+	$(BIN)/ruff check rlpyt tests examples bench docs_tools
 	$(BIN)/lint-imports
 
 # The documentation site (mkdocs.yml) into site/; --strict: broken links, missing API
