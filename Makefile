@@ -41,7 +41,7 @@ docs-check: docs
 
 # Tests marked `paper` (a result checked against a published figure at the figure's own
 # budget, minutes of CPU each) are left to `make test-paper` and `make learning`.
-test: lint docs
+test: lint docs-check
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadgroup -m "not paper" --durations=30 tests
 
 test-paper: $(STAMP)
