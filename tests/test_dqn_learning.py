@@ -3,9 +3,9 @@ hold it at the end of their runs.
 
 Each variant trains its seeds for at most 100k env steps each, evaluating 5 episodes
 every 5k steps; a seed passes when it reaches a mean evaluation return of 475 and the
-mean of its last two evaluations is at least 427.5 (``helpers.EndOfRun``).  At least 2
-of 3 seeds must pass in ``make test``, 4 of 5 in ``make learning``
-(``helpers.seed_plan``).  To keep CI cheap a seed's run ends two evaluations after it
+mean of its last two evaluations is at least 427.5 (``helpers.EndOfRun``).  At least 4
+of 5 seeds must pass in ``make learning``; ``make test`` asks for 1 of 2 (seed 1 runs
+only if seed 0 fails: ``helpers.seed_plan``, CI's time budget).  To keep CI cheap a seed's run ends two evaluations after it
 first reaches 475, and no further seeds run once the outcome is decided.  Per-seed results are printed (``-s``) and listed in the failure message.
 """
 
@@ -32,7 +32,7 @@ from rlpyt.utils.logging.context import logger_context
 THRESHOLD = 475
 N_STEPS = 100_000
 EVAL_INTERVAL = 5_000
-MIN_PASSES, SEEDS = seed_plan(full=(4, 5), quick=(2, 3))
+MIN_PASSES, SEEDS = seed_plan(full=(4, 5), quick=(1, 2))
 
 SAMPLER = dict(batch_T=4, batch_B=8, max_decorrelation_steps=0, eval_n_envs=5,
                eval_max_trajectories=5)
