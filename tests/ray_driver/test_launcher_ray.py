@@ -21,7 +21,8 @@ def test_ray_grid_runs_reports_failure_and_resumes(tmp_path):
     kwargs = dict(script=script, affinity_code="2cpu", experiment_title="tiny",
                   runs_per_setting=2, variants=variants, log_dirs=log_dirs,
                   common_args=[256], exp_dir=exp_dir, backend="ray", verbose=False)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    # address="local": a Ray of its own, never a cluster another test process runs here.
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         summary = run_experiments(**kwargs)
         check_ppo_grid_outputs(summary, exp_dir, log_dirs, variants)
