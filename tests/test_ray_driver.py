@@ -29,6 +29,7 @@ def _marker_expression(request, learning: bool) -> str:
     return f"({own}) and ({outer})" if outer else own
 
 
+@pytest.mark.slow  # A whole module with its own Ray cluster: minutes.
 @pytest.mark.timeout(1800)  # The whole module; each of its tests keeps its own 600 s.
 @pytest.mark.parametrize("learning", [
     pytest.param(False, id="tests"),
