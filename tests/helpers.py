@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import gymnasium as gym
 import numpy as np
+import pytest
 
 from rlpyt.envs.gym import GymEnvWrapper
 from rlpyt.runners.minibatch_rl import MinibatchRlEval
@@ -142,5 +143,17 @@ def seed_plan(full: tuple[int, int], quick: tuple[int, int]) -> tuple[int, range
     ``quick`` plan in ``make test`` (kept within CI's time budget), the ``full`` one when
     ``RLPYT_FULL_SEEDS=1`` (``make learning`` sets it; the figures in docs/benchmarks.md
     come from full plans)."""
-    needed, n = full if os.environ.get(FULL_SEEDS_ENV) == "1" else quick
+    needed, n = full if full_plans() else quick
     return needed, range(n)
+
+
+def full_plans() -> bool:
+    """True under ``make learning`` (``RLPYT_FULL_SEEDS=1``)."""
+    return os.environ.get(FULL_SEEDS_ENV) == "1"
+
+
+# A learning test that repeats another's algorithm and task on another sampler or runner,
+# whose equivalence unit tests already check: run under ``make learning`` only.
+full_plan_only = pytest.mark.skipif(
+    not full_plans(), reason="a repeat of a learning test on another sampler: make learning "
+                             "runs it (RLPYT_FULL_SEEDS=1); CI's time budget")

@@ -73,11 +73,12 @@ def write_script(tmp_path, name, text):
     return str(path)
 
 
-def ppo_grid():
-    """2 learning rates x 2 batch sizes; run 1 of the first setting fails on purpose."""
+def ppo_grid(batch_sizes: tuple = (2, 4)):
+    """2 learning rates x the batch sizes; run 1 of the first setting fails on purpose."""
     variants, log_dirs = make_variants(
         VariantLevel([("algo", "learning_rate")], [(1e-3,), (3e-4,)], ["lr_1e-3", "lr_3e-4"]),
-        VariantLevel([("sampler", "batch_B")], [(2,), (4,)], ["B_2", "B_4"]),
+        VariantLevel([("sampler", "batch_B")], [(b,) for b in batch_sizes],
+                     [f"B_{b}" for b in batch_sizes]),
     )
     variants[0]["fail_run_ID"] = 1
     return variants, log_dirs
@@ -87,7 +88,7 @@ def check_ppo_grid_outputs(summary, exp_dir, log_dirs, variants):
     statuses = {r.name: r.status for r in summary.results}
     failed_name = f"{log_dirs[0]}/run_1"
     assert statuses.pop(failed_name) == "failed"
-    assert set(statuses.values()) == {"done"} and len(statuses) == 7
+    assert set(statuses.values()) == {"done"} and len(statuses) == 2 * len(variants) - 1
     (failed,) = summary.failed
     assert failed.returncode == 1
     with open(failed.log_path) as f:
@@ -107,7 +108,8 @@ def check_ppo_grid_outputs(summary, exp_dir, log_dirs, variants):
             assert read_done_marker(run_dir)["returncode"] == 0
             assert os.path.isfile(os.path.join(run_dir, "launch.log"))
     tree = open(os.path.join(exp_dir, "experiments_tree.txt")).read()
-    assert "lr_1e-3/" in tree and "B_4/  run_0 run_1" in tree
+    last_batch = log_dirs[-1].rsplit("/", 1)[-1]
+    assert "lr_1e-3/" in tree and f"{last_batch}/  run_0 run_1" in tree
     text = open(os.path.join(exp_dir, "experiments_summary.txt")).read()
     assert "FAILED" in text and failed.log_path in text
 
