@@ -42,7 +42,7 @@ docs-check: docs
 # Tests marked `paper` (a result checked against a published figure at the figure's own
 # budget, minutes of CPU each) are left to `make test-paper` and `make learning`.
 test: lint docs-check
-	$(BIN)/python -m pytest -n $(JOBS) --dist loadgroup -m "not paper" --durations=30 tests
+	$(BIN)/python -m pytest -n $(JOBS) -m "not paper" --durations=30 tests
 
 test-paper: $(STAMP)
 	$(BIN)/python -m pytest -n $(JOBS) -m paper tests
@@ -57,7 +57,7 @@ unit: $(STAMP)
 # Learning tests with their full seed plans (tests/helpers.py: seed_plan); make test runs
 # the quick plans.
 learning: $(STAMP)
-	RLPYT_FULL_SEEDS=1 $(BIN)/python -m pytest -n $(JOBS) --dist loadgroup -m learning tests
+	RLPYT_FULL_SEEDS=1 $(BIN)/python -m pytest -n $(JOBS) -m learning tests
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[bench]"

@@ -167,11 +167,22 @@ _RMS_DATA = torch.arange(60, dtype=torch.float64).reshape(20, 3) ** 1.5
 
 
 @pytest.fixture(scope="module")
-def two_gloo_ranks(tmp_path_factory):
-    """Directory holding what each of two spawned gloo ranks saved (one spawn for all)."""
-    out = tmp_path_factory.mktemp("gloo_ranks")
-    mp.start_processes(_rank_main, args=(2, find_port(), str(out)), nprocs=2,
-                       start_method="spawn")
+def two_gloo_ranks(tmp_path_factory, worker_id):
+    """Directory holding what each of two spawned gloo ranks saved: one spawn for the
+    whole session, shared by the xdist workers through a file lock (the workers' base
+    temporary directories have a common parent), not one per worker."""
+    from filelock import FileLock
+
+    root = tmp_path_factory.getbasetemp()
+    if worker_id != "master":
+        root = root.parent
+    out, done = root / "gloo_ranks", root / "gloo_ranks.done"
+    with FileLock(str(root / "gloo_ranks.lock")):
+        if not done.exists():
+            out.mkdir(exist_ok=True)
+            mp.start_processes(_rank_main, args=(2, find_port(), str(out)), nprocs=2,
+                               start_method="spawn")
+            done.touch()
     return out
 
 
