@@ -9,6 +9,8 @@ joins the cluster at ``ADDRESS`` from its sampler process.
 KIND ``faulty``: ``AsyncRl`` with an env of actor 1 raising at its 6th step; exits with
 the ``AsyncRunError``'s traceback.  KIND ``impala-SEED``: ``Impala`` on CartPole-v1 under
 ``AsyncRlEval``, stopped by ``helpers.EndOfRun``; prints ``EVAL_HISTORY <json>``.
+KIND ``r2d2-SEED``: R2D2 on velocity-masked CartPole (``examples/r2d2_masked_cartpole.py``),
+likewise.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from rlpyt.samplers.ray_.async_sampler import AsyncRaySampler
 from rlpyt.utils.logging.context import logger_context
 
 IMPALA_THRESHOLD = 475  # tests/test_async_learning.py's, within the same 300k steps.
+R2D2_THRESHOLD = 400  # Likewise.
 
 
 def faulty(address: str, log_dir: str) -> None:
@@ -65,14 +68,44 @@ def impala(address: str, log_dir: str, seed: int) -> None:
     print("EVAL_HISTORY " + json.dumps(summary["eval_history"]), flush=True)
 
 
+def r2d2(address: str, log_dir: str, seed: int) -> None:
+    """``examples/r2d2_masked_cartpole.py`` on 2 Ray actors, stopped by
+    ``helpers.EndOfRun`` at ``tests/test_async_learning.py``'s R2D2 threshold (400).  The
+    example is loaded by path and not registered as a module, so Ray pickles its env
+    class by value for the actors."""
+    import importlib.util
+    import pathlib
+
+    from helpers import EndOfRun
+
+    path = pathlib.Path(__file__).resolve().parents[2] / "examples" / "r2d2_masked_cartpole.py"
+    spec = importlib.util.spec_from_file_location("r2d2_masked_cartpole_example", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    end_of_run = EndOfRun(R2D2_THRESHOLD, check_end=False)
+
+    class StopAtThreshold(AsyncRlEval):
+        def should_stop(self) -> bool:
+            return end_of_run.should_stop(self.eval_history)
+
+    runner = example.build_runner(seed, n_steps=300_000, RunnerCls=StopAtThreshold,
+                                  ray_actors=2, ray_address=address)
+    with logger_context(log_dir, seed, "r2d2", override_prefix=True):
+        summary = runner.train()
+    print("EVAL_HISTORY " + json.dumps(summary["eval_history"]), flush=True)
+
+
 def main(kind: str, address: str, log_dir: str) -> None:
     torch.set_num_threads(1)
+    name, _, seed = kind.partition("-")
     if kind == "faulty":
         faulty(address, log_dir)
-    elif kind.startswith("impala-"):
-        impala(address, log_dir, int(kind.split("-", 1)[1]))
+    elif name == "impala":
+        impala(address, log_dir, int(seed))
+    elif name == "r2d2":
+        r2d2(address, log_dir, int(seed))
     else:
-        raise SystemExit(f"unknown run {kind!r}: faulty or impala-SEED")
+        raise SystemExit(f"unknown run {kind!r}: faulty, impala-SEED or r2d2-SEED")
 
 
 if __name__ == "__main__":

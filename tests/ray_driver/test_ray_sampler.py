@@ -503,6 +503,7 @@ def test_ppo_learns_cartpole_with_3_actors(cluster, tmp_path):
 
 
 @pytest.mark.learning
+@pytest.mark.timeout(1800)  # Up to 3 seeds under make learning.
 def test_impala_learns_cartpole_with_async_ray_sampler(cluster, tmp_path):
     """``tests/test_async_learning.py``'s Impala test on 2 Ray actors: a mean eval return
     of 475 within 300k env steps (the end not judged, as there), in 1 of 2 seeds
@@ -525,6 +526,25 @@ def test_impala_learns_cartpole_with_async_ray_sampler(cluster, tmp_path):
         if passes >= needed:
             break
     assert passes >= needed, "\n".join(lines)
+    assert_no_actor_left(actor_descendants())
+
+
+@pytest.mark.learning
+@pytest.mark.timeout(1800)
+@pytest.mark.skipif(os.environ.get("RLPYT_FULL_SEEDS") != "1",
+                    reason="minutes of CPU: runs under make learning (RLPYT_FULL_SEEDS=1) only")
+def test_r2d2_learns_masked_cartpole_with_async_ray_sampler(cluster, tmp_path):
+    """``tests/test_async_learning.py``'s R2D2 test on 2 Ray actors: a mean eval return of
+    400 on velocity-masked CartPole within 300k env steps, seed 0 (the end not judged,
+    as there)."""
+    import json
+
+    done = _run_async("r2d2-0", cluster.address, tmp_path, timeout=1800)
+    assert done.returncode == 0, done.stderr[-3000:]
+    line = [x for x in done.stdout.splitlines() if x.startswith("EVAL_HISTORY ")][-1]
+    history = json.loads(line.split(" ", 1)[1])
+    print(f"R2D2 AsyncRaySampler seed 0: history {history}", flush=True)
+    assert any(ret >= 400 for _, ret in history), history
     assert_no_actor_left(actor_descendants())
 
 
