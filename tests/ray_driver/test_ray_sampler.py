@@ -426,13 +426,14 @@ def test_async_cli_run_on_ray_survives_a_killed_actor_and_resumes(cluster, tmp_p
     from rlpyt.runners.checkpoint import list_checkpoints
 
     run_dir = tmp_path / "run_0"
-    n_steps, row = 4096, 512  # DQN's replay ratio paces the run: 32 updates per batch.
+    n_steps, row = 2048, 512  # 32 batches of 64 steps; 8 updates per batch after 16.
     args = ["--algo", "dqn", "--runner", "async", "--n-steps", str(n_steps),
             "--sampler-type", "ray", "--actors", "2", "--ray-address", cluster.address,
             "--log-dir", str(tmp_path), "--runner.log_interval_steps", str(row),
             "--runner.checkpoint_interval_steps", str(row), "--sampler.batch_T", "16",
             "--sampler.batch_B", "4", "--sampler.eval_n_envs", "2",
-            "--sampler.eval_max_trajectories", "2", "--algo.replay_size", "8192"]
+            "--sampler.eval_max_trajectories", "2", "--algo.replay_size", "4096",
+            "--algo.replay_ratio", "8"]
     proc = _cli(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
     def wait_for_checkpoint(after: int) -> int:
