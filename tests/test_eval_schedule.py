@@ -3,12 +3,14 @@
 ``EvalSchedule`` (the master's decisions) with the eval envs split into any number of
 ``EvalEnvGroup``s (one per worker), stepped round by round in one process, must
 report exactly the serial ``SerialEvalCollector``'s trajectories, in its order, and
-leave every env after the same number of episodes.
+leave every env after the same number of episodes.  The same holds when the groups
+run ahead to their next trajectory end (``EvalEvents``, the Ray samplers' way).
 """
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_serial_sampler import FakeEnv, eval_agent
@@ -21,10 +23,11 @@ from rlpyt.samplers.parallel.eval import (
     hard_step_limit,
     merge_completed,
 )
+from rlpyt.samplers.parallel.eval_events import EvalEvents
 from rlpyt.samplers.serial.collectors import SerialEvalCollector
 
 
-def lockstep_evaluation(envs, n_groups, max_steps, max_trajectories, hard_limit):
+def _groups(envs, n_groups, max_steps, max_trajectories, hard_limit):
     schedule = EvalSchedule(len(envs), max_steps, max_trajectories, hard_limit)
     groups = []
     for lo, hi in split_evenly(len(envs), n_groups):
@@ -36,6 +39,11 @@ def lockstep_evaluation(envs, n_groups, max_steps, max_trajectories, hard_limit)
     schedule.reset()
     for group in groups:
         group.start()
+    return groups, schedule
+
+
+def lockstep_evaluation(envs, n_groups, max_steps, max_trajectories, hard_limit):
+    groups, schedule = _groups(envs, n_groups, max_steps, max_trajectories, hard_limit)
     # Worker order within a round must not matter: step the groups last to first.
     while not schedule.done:
         for group in reversed(groups):
@@ -47,16 +55,33 @@ def lockstep_evaluation(envs, n_groups, max_steps, max_trajectories, hard_limit)
     return merge_completed([g.completed for g in groups]), schedule
 
 
-@settings(max_examples=40, deadline=None)
+def event_evaluation(envs, n_groups, max_steps, max_trajectories, hard_limit):
+    """Groups run until their next trajectory end; the master replays the rounds."""
+    groups, schedule = _groups(envs, n_groups, max_steps, max_trajectories, hard_limit)
+    slices = {k: (g.env_ranks[0], g.env_ranks[-1] + 1) for k, g in enumerate(groups)}
+    events = EvalEvents(schedule, slices)
+    while not schedule.done:
+        until = events.until()
+        for k in reversed(events.runnable()):
+            groups[k].run(until)
+            events.report(k, groups[k].round, groups[k].ended)
+        events.advance()
+    for group in groups:
+        group.finish()
+    return merge_completed([g.completed for g in groups]), schedule
+
+
+@settings(max_examples=80, deadline=None)
 @given(
     lengths=st.lists(st.lists(st.integers(1, 25), min_size=1, max_size=4), min_size=1,
                      max_size=6),
     max_steps=st.one_of(st.none(), st.integers(1, 80)),
     max_trajectories=st.one_of(st.none(), st.integers(1, 9)),
     n_groups=st.integers(1, 6),
+    evaluation=st.sampled_from([lockstep_evaluation, event_evaluation]),
 )
 def test_lockstep_groups_give_the_serial_evaluation(lengths, max_steps, max_trajectories,
-                                                    n_groups):
+                                                    n_groups, evaluation):
     if max_steps is None and max_trajectories is None:
         max_trajectories = 3
     n_groups = min(n_groups, len(lengths))
@@ -66,16 +91,16 @@ def test_lockstep_groups_give_the_serial_evaluation(lengths, max_steps, max_traj
                                  hard_limit_factor=1000).collect_evaluation(0)
     envs = [FakeEnv(ls, name=i) for i, ls in enumerate(lengths)]
     limit = hard_step_limit(max_steps, max_trajectories, None, factor=1000)
-    parallel, schedule = lockstep_evaluation(envs, n_groups, max_steps, max_trajectories,
-                                             limit)
+    parallel, schedule = evaluation(envs, n_groups, max_steps, max_trajectories, limit)
     assert [(i.Length, i.Return) for i in parallel] == [(i.Length, i.Return) for i in serial]
     assert [e.episode for e in envs] == [e.episode for e in serial_envs]
     assert schedule.n_dropped == 0
 
 
-def test_hard_limit_drops_what_the_serial_evaluation_drops():
+@pytest.mark.parametrize("evaluation", [lockstep_evaluation, event_evaluation])
+def test_hard_limit_drops_what_the_serial_evaluation_drops(evaluation):
     envs = [FakeEnv([10**9]), FakeEnv([3])]
-    parallel, schedule = lockstep_evaluation(envs, 2, 20, None, hard_limit=40)
+    parallel, schedule = evaluation(envs, 2, 20, None, hard_limit=40)
     # As in tests/test_serial_sampler.py: env 1 restarts at total steps 6, 12, 18 (< 20)
     # and then stops; env 0 never ends and is dropped at the hard limit.
     assert [i.Length for i in parallel] == [3] * 4

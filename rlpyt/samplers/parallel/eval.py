@@ -194,6 +194,18 @@ class EvalEnvGroup:
             self.ended[b] = False
         self._final = {}
 
+    def run(self, until: int, select_actions=None) -> None:
+        """Many rounds in one command (``EvalEvents`` drives this): start what the
+        master's latest decisions allow, then step round after round until a trajectory
+        ends, no env is active, or round ``until`` is reached.  Between two trajectory
+        ends nothing the master decides can change this group's envs, so the rounds it
+        steps are those of the lockstep evaluation."""
+        self.finish()
+        while self.any_active and self.round < until:
+            self.step(select_actions() if select_actions is not None else None)
+            if self.ended.any():
+                return
+
     def _reset(self, b):
         self.reset_flag[b] = True
         self.action[b] = self.null_action

@@ -20,9 +20,10 @@ Life cycle, driven by the sampler:
 * ``sample(itr, params, version)`` collects one batch.  ``params`` is a one-element
   list holding the ``ObjectRef`` of the parameters (a list, so Ray does not fetch
   it on every call): the actor fetches and loads it only when ``version`` is new.
-* ``eval_start`` / ``eval_round`` / ``eval_finish``: one lockstep evaluation (see
-  ``rlpyt.samplers.parallel.eval``); the sampler applies the global counting rule
-  between rounds.
+* ``eval_start`` / ``eval_run`` / ``eval_finish``: one evaluation with the lockstep
+  evaluation's outcome (see ``rlpyt.samplers.parallel.eval_events``): ``eval_run``
+  steps until one of the actor's trajectories ends, and the sampler applies the
+  global counting rule there.
 * ``busy()`` runs in its own concurrency group, beside a running ``sample``: it
   reports how long the current env call has run, and the sampling thread's stack,
   so the sampler can tell a hung env from a slow batch.
@@ -242,21 +243,21 @@ class EnvActor:
             self._clock[0] = 0.0
         return True
 
-    def eval_round(self, active):
-        """One lockstep round: start the trajectories the sampler's latest decisions
-        allow, step every active env once; returns this actor's ``ended`` flags."""
+    def eval_run(self, active, until: int):
+        """Step this actor's eval envs until one of their trajectories ends (or round
+        ``until``; see ``rlpyt.samplers.parallel.eval_events``), after starting the
+        trajectories the sampler's latest decisions (``active``) allow; returns
+        ``(round, ended flags)``."""
         if not self.ready:
             return LOST
         self._thread = threading.get_ident()
         group = self.eval_collector.group
         try:
             self.schedule.active[:] = active
-            group.finish()
-            if group.any_active:
-                group.step(self.eval_collector._select_actions())
+            group.run(until, self.eval_collector._select_actions)
         finally:
             self._clock[0] = 0.0
-        return group.ended.copy()
+        return group.round, group.ended.copy()
 
     def eval_finish(self):
         """``(round, eval rank, traj info)`` of every trajectory of this evaluation."""

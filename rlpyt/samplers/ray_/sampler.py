@@ -20,6 +20,7 @@ from rlpyt.samplers.parallel.cpu.collectors import (
     CpuWaitResetCollector,
 )
 from rlpyt.samplers.parallel.eval import EvalSchedule, finish_evaluation, hard_step_limit
+from rlpyt.samplers.parallel.eval_events import EvalEvents
 from rlpyt.samplers.parallel.gpu.action_server import slice_samples
 from rlpyt.samplers.parallel.vec_stepping import is_vec_env_cls, make_example_env
 from rlpyt.samplers.ray_.actor import batch_leaves
@@ -272,21 +273,25 @@ class RaySampler(BaseSampler):
         return finish_evaluation(self.eval_schedule, results)
 
     def _evaluate(self, itr) -> list:
-        """The lockstep rounds of ``rlpyt.samplers.parallel.eval``, one Ray call per
-        actor and round: after every eval env stepped once, ``schedule.decide`` chooses
-        which ended trajectories are followed by new ones, in global rank order."""
-        schedule, group, actors = self.eval_schedule, self.group, self.eval_actors
+        """The lockstep evaluation's outcome with about one Ray call per trajectory end:
+        each actor steps until one of its trajectories ends, and ``EvalEvents``
+        applies the serial counting rule at those rounds, in round order."""
+        schedule, group = self.eval_schedule, self.group
         schedule.reset()
         group.call("eval_start", lambda i: (itr, self._params, self._version,
-                                            schedule.active.copy()), actors, retry=False)
+                                            schedule.active.copy()), self.eval_actors,
+                   retry=False)
+        events = EvalEvents(schedule, {i: group.specs[i].eval_slice for i in self.eval_actors})
         while not schedule.done:
-            active = schedule.active.copy()
-            ended = group.call("eval_round", lambda i, a=active: (a,), actors, retry=False)
-            for i, flags in ended.items():
-                lo, hi = group.specs[i].eval_slice
-                schedule.ended[lo:hi] = flags
-            schedule.decide()
-        return list(group.call("eval_finish", lambda i: (), actors, retry=False).values())
+            runnable = events.runnable()
+            if runnable:
+                go = (schedule.active.copy(), events.until())
+                results = group.call("eval_run", lambda i, go=go: go, runnable, retry=False)
+                for i, (round_, ended) in results.items():
+                    events.report(i, round_, ended)
+            events.advance()
+        return list(group.call("eval_finish", lambda i: (), self.eval_actors,
+                               retry=False).values())
 
     def diagnostics(self) -> dict:
         """Columns for the runner's log: ``ActorRestarts`` (cumulative, a resumed run's
