@@ -13,6 +13,7 @@ range from ``0.4 ** 8`` to ``0.4`` (``eps_final_min`` to ``eps_final``).  Before
 starts every actor explores uniformly (epsilon 1), then each keeps its own value.
 
     python examples/r2d2_masked_cartpole.py --n_steps 300000 --workers 2
+    python examples/r2d2_masked_cartpole.py --ray_actors 4 --ray_address auto   # on Ray
 """
 
 from __future__ import annotations
@@ -47,18 +48,26 @@ def make_masked_cartpole(**kwargs):
     return GymEnvWrapper(VelocityMask(gym.make("CartPole-v1", **kwargs)))
 
 
-def build_runner(seed=0, n_steps=300_000, workers=0, RunnerCls=AsyncRlEval, n_envs=16):
-    """``workers=0`` steps the actors' envs in the sampler process itself."""
+def build_runner(seed=0, n_steps=300_000, workers=0, RunnerCls=AsyncRlEval, n_envs=16,
+                 ray_actors=0, ray_address=None):
+    """``workers=0`` steps the actors' envs in the sampler process itself; ``ray_actors``
+    > 0 steps them on that many Ray actors instead (``AsyncRaySampler`` joining
+    ``ray_address``, see docs/distributed.md)."""
     sampler_kwargs = dict(EnvCls=make_masked_cartpole, env_kwargs={}, batch_T=20,
                           batch_B=n_envs, max_decorrelation_steps=0, eval_n_envs=4,
                           eval_max_trajectories=8)
-    if workers:
+    affinity = None
+    if ray_actors:
+        from rlpyt.samplers.ray_.async_sampler import AsyncRaySampler
+
+        sampler = AsyncRaySampler(**sampler_kwargs, n_actors=ray_actors,
+                                  ray_address=ray_address)
+    elif workers:
         sampler = AsyncCpuSampler(**sampler_kwargs)
         affinity = make_affinity(n_cpu_core=workers + 1, cpu_per_run=workers + 1,
                                  async_sample=True, set_affinity=False)
     else:
         sampler = AsyncSerialSampler(**sampler_kwargs)
-        affinity = None
     algo = R2D1(discount=0.99, batch_T=20, batch_B=32, warmup_T=10,
                 store_rnn_state_interval=10, n_step_return=3, min_steps_learn=5_000,
                 replay_size=50_000, replay_ratio=8, target_update_interval=100,
@@ -75,8 +84,14 @@ if __name__ == "__main__":
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=0,
                         help="sampler worker processes (0: envs in the sampler process)")
+    parser.add_argument("--ray_actors", type=int, default=0,
+                        help="Ray actors stepping the envs (AsyncRaySampler; 0: not on Ray)")
+    parser.add_argument("--ray_address", default=None,
+                        help="the Ray cluster of --ray_actors ('auto', 'HOST:PORT'; "
+                             "default: Ray's own choice, see docs/distributed.md)")
     args = parser.parse_args()
-    runner = build_runner(args.seed, int(args.n_steps), args.workers)
+    runner = build_runner(args.seed, int(args.n_steps), args.workers,
+                          ray_actors=args.ray_actors, ray_address=args.ray_address)
     with logger_context("r2d2_masked_cartpole", args.seed, "r2d2", vars(args)):
         summary = runner.train()
     print("evaluations (env steps, mean return):", summary["eval_history"])

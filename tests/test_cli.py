@@ -177,3 +177,19 @@ def test_tensorboard_flag_writes_event_files_and_rows_print_one_line_each(tmp_pa
     rows = [line for line in out.splitlines() if "| itr " in line]
     assert len(rows) == 3 and "LossAverage" not in out  # itr -1, 0, 1; no table
     assert "LossAverage" in (run_dir / "debug.log").read_text()
+
+
+def test_async_runner_on_ray_builds_the_async_ray_sampler():
+    """``--runner async --sampler-type ray --actors N --ray-address A`` builds
+    ``AsyncRaySampler`` with those keywords (no Ray is started by building it)."""
+    from rlpyt.cli import build_parser
+    from rlpyt.cli.train import build_components, build_config
+    from rlpyt.samplers.ray_.async_sampler import AsyncRaySampler
+
+    args, extra = build_parser().parse_known_args(
+        ["train", "--algo", "dqn", "--runner", "async", "--sampler-type", "ray",
+         "--actors", "3", "--ray-address", "auto", "--sampler.batch_timeout", "30"])
+    sampler, _, _ = build_components(build_config(args, extra))
+    assert type(sampler) is AsyncRaySampler
+    assert sampler.sampler.n_actors == 3 and sampler.sampler.ray_address == "auto"
+    assert sampler.batch_timeout == 30

@@ -335,6 +335,21 @@ def test_eps_final_min_gives_log_spaced_per_env_epsilons():
     assert agent.distribution.epsilon.dim() == 0
 
 
+def test_a_worker_copy_takes_the_epsilons_of_its_own_envs():
+    """``collector_initialize`` (called on a sampler worker's or Ray actor's copy, which
+    steps a slice of the envs the agent was initialized for) selects those envs' values."""
+    agent = DqnAgent(eps_init=1.0, eps_final=0.1, eps_final_min=0.001, eps_itr_min=0,
+                     eps_itr_max=10)
+    agent.initialize(env_spaces(), global_B=8)
+    agent.sample_mode(10)
+    agent.collector_initialize(global_B=8, env_ranks=[2, 3])
+    agent.sample_mode(10)
+    np.testing.assert_allclose(agent.distribution.epsilon.numpy(), np.logspace(-3, -1, 8)[2:4],
+                               rtol=1e-5)
+    step = agent.step(torch.zeros(2, OBS_DIM), torch.zeros(2, dtype=torch.long), torch.zeros(2))
+    assert step.action.shape == (2,)
+
+
 def test_epsilon_greedy_acts_randomly_at_the_given_rate():
     agent = make_agent(eps_init=0.5, eps_itr_min=10, eps_itr_max=20)
     agent.sample_mode(0)

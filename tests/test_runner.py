@@ -188,3 +188,40 @@ def test_bad_runner_arguments(kwargs, match):
     args.update(kwargs)
     with pytest.raises(ValueError, match=match):
         MinibatchRl(algo=algo, agent=agent, sampler=sampler, **args)
+
+
+class CountingSampler(SerialSampler):
+    """A sampler with a cumulative diagnostic column, like RaySampler's ActorRestarts."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.before, self.now = 0, 0
+
+    def diagnostics(self):
+        return dict(ActorRestarts=self.before + self.now)
+
+    def load_diagnostics(self, state):
+        self.before = state["ActorRestarts"]
+
+
+def test_cumulative_sampler_columns_are_kept_by_the_checkpoint(tmp_path):
+    """A sampler's cumulative columns (``diagnostics``) are saved with the checkpoint and
+    handed back to the resumed run's sampler (``load_diagnostics``), so a count such as
+    ``ActorRestarts`` does not start again at 0 after a resume."""
+    from rlpyt.runners.checkpoint import load_checkpoint
+
+    sampler = CountingSampler(EnvCls=make, env_kwargs=dict(id="CartPole-v1"), batch_T=16,
+                              batch_B=2, max_decorrelation_steps=0)
+    sampler.now = 4
+    algo = PPO(epochs=1, minibatches=1)
+    runner = MinibatchRl(algo=algo, agent=CategoricalPgAgent(), sampler=sampler, n_steps=64,
+                         seed=0, log_interval_steps=32, checkpoint_interval_steps=32)
+    with logger_context(str(tmp_path), 0, "test", override_prefix=True) as run_dir:
+        runner.train()
+    state = load_checkpoint(run_dir)
+    assert state["diagnostics"]["sampler"] == dict(ActorRestarts=4)
+    fresh = CountingSampler(EnvCls=make, env_kwargs=dict(id="CartPole-v1"), batch_T=16,
+                            batch_B=2)
+    resumed = MinibatchRl(algo=PPO(), agent=CategoricalPgAgent(), sampler=fresh, n_steps=64)
+    resumed.load_diagnostics_state(state["diagnostics"])
+    assert fresh.diagnostics() == dict(ActorRestarts=4)

@@ -36,6 +36,7 @@ ASYNC_SAMPLERS = {
     "cpu": "rlpyt.samplers.async_.cpu_sampler:AsyncCpuSampler",
     "gpu": "rlpyt.samplers.async_.gpu_sampler:AsyncGpuSampler",
     "alternating": "rlpyt.samplers.async_.alternating_sampler:AsyncAlternatingSampler",
+    "ray": "rlpyt.samplers.ray_.async_sampler:AsyncRaySampler",
 }
 ASYNC_RUNNER = "rlpyt.runners.async_rl:AsyncRlEval"
 RUNNER_KEYWORDS = {"n_steps", "log_interval_steps", "log_traj_window",

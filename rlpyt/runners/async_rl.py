@@ -115,7 +115,10 @@ def describe_layout(sampler, sampler_affinity: dict, optimizer_affinity: dict,
     if sampler.eval_n_envs:
         envs += f" + {sampler.eval_n_envs} eval envs"
     worker_cpus = getattr(inner, "_worker_cpus", None)  # Parallel samplers: the workers.
-    if worker_cpus is None:
+    n_actors = getattr(inner, "n_actors", None)  # Ray samplers: the actors.
+    if n_actors is not None:
+        where = f"stepped by {n_actors} Ray actors"
+    elif worker_cpus is None:
         where = "stepped in the sampler process"
     else:
         with warnings.catch_warnings():  # More workers than envs: the sampler warns.
@@ -251,7 +254,8 @@ class AsyncRlBase(MinibatchRlBase):
             raise TypeError(
                 f"{type(self).__name__} needs an asynchronous sampler from "
                 f"rlpyt.samplers.async_ (AsyncSerialSampler, AsyncCpuSampler, "
-                f"AsyncGpuSampler, AsyncAlternatingSampler); got {type(sampler).__name__}")
+                f"AsyncGpuSampler, AsyncAlternatingSampler) or AsyncRaySampler "
+                f"(rlpyt.samplers.ray_.async_sampler); got {type(sampler).__name__}")
         if max_ahead is not None and (int(max_ahead) != max_ahead or max_ahead < 1):
             raise ValueError(f"max_ahead={max_ahead!r} must be an integer >= 1 or None")
         if "fork" not in mp.get_all_start_methods():

@@ -419,6 +419,8 @@ class MinibatchRlBase(BaseRunner):
             elapsed=time.time() - self._start_time,
             divergence=self._divergence_watch.state_dict(),
             watched_updates=self._watched_updates,
+            # Cumulative sampler columns (RaySampler's ActorRestarts) go on counting.
+            sampler=getattr(self.sampler, "diagnostics", dict)(),
         )
 
     def load_diagnostics_state(self, state: dict) -> None:
@@ -436,6 +438,9 @@ class MinibatchRlBase(BaseRunner):
                 self._divergence_watch = DivergenceWatch()
             self._divergence_watch.load_state_dict(state["divergence"])
             self._watched_updates = state["watched_updates"]
+        load_sampler = getattr(self.sampler, "load_diagnostics", None)
+        if load_sampler is not None and "sampler" in state:
+            load_sampler(state["sampler"])
 
     def store_diagnostics(self, itr, traj_infos, opt_info):
         self._cum_completed_trajs += len(traj_infos)

@@ -82,6 +82,15 @@ class EpsilonGreedyAgentMixin:
         self._eps_final_envs = self.final_epsilons(self.global_B, self.env_ranks)
         self._applied_epsilon_key = None
 
+    def collector_initialize(self, global_B: int = 1, env_ranks=None) -> None:
+        """This copy of the agent steps only the envs ``env_ranks`` (of ``global_B``), as a
+        sampler worker's or Ray actor's copy does: take their per-env epsilons (applied at
+        the next ``sample_mode``)."""
+        self.global_B = int(global_B)
+        self.env_ranks = list(range(self.global_B)) if env_ranks is None else list(env_ranks)
+        self._eps_final_envs = self.final_epsilons(self.global_B, self.env_ranks)
+        self._applied_epsilon_key = None
+
     def final_epsilons(self, global_B: int, env_ranks) -> float | torch.Tensor:
         """``eps_final``, or with ``eps_final_min`` the ``[len(env_ranks)]`` per-env values."""
         if self.eps_final_min is None:

@@ -32,7 +32,7 @@ from rlpyt.samplers.base import BaseSampler
 from rlpyt.samplers.buffer import build_samples_buffer
 from rlpyt.utils.buffer import torchify_buffer
 
-__all__ = ["AsyncSamplerBase", "run_sampler"]
+__all__ = ["AsyncSamplerBase", "SamplerLoop", "run_sampler"]
 
 
 class AsyncSamplerBase(BaseSampler):
@@ -94,6 +94,11 @@ class AsyncSamplerBase(BaseSampler):
         self.double_buffer_pyt = [torchify_buffer(b) for b in self.double_buffer_np]
         return examples
 
+    def make_loop(self, inner: BaseSampler, agent, control: AsyncControl) -> SamplerLoop:
+        """Sampler process: the loop that fills the double buffer from ``inner`` (the
+        wrapped sampler, initialized); a subclass may collect differently."""
+        return SamplerLoop(inner, self.double_buffer_np, agent, control)
+
 
 def _exit_on_sigterm(signum, frame):
     raise SystemExit(0)
@@ -136,8 +141,7 @@ def run_sampler(sampler: AsyncSamplerBase, agent, control: AsyncControl, *, affi
                          bootstrap_value=bootstrap_value, traj_info_kwargs=traj_info_kwargs)
         agent.to_device(affinity.get("cuda_idx"))
         agent.recv_shared_memory()
-        _SamplerLoop(inner, sampler.double_buffer_np, agent, control).run(
-            start_itr, n_itr, eval_itrs)
+        sampler.make_loop(inner, agent, control).run(start_itr, n_itr, eval_itrs)
     except (AsyncStopped, SystemExit):
         pass
     except BaseException:  # noqa: BLE001 - everything reaches the optimizer process
@@ -147,7 +151,7 @@ def run_sampler(sampler: AsyncSamplerBase, agent, control: AsyncControl, *, affi
         inner.shutdown()
 
 
-class _SamplerLoop:
+class SamplerLoop:
     """The sampler process's loop over batches (and evaluations)."""
 
     def __init__(self, inner: BaseSampler, double_buffer_np: list, agent, control: AsyncControl):

@@ -189,6 +189,10 @@ class AsyncControl:
         self.sampler_wait_s.value += time.monotonic() - start
         self.check_running()
 
+    def may_sample(self, itr: int) -> bool:
+        """Whether the throttle lets the sampler start batch ``itr`` now (no waiting)."""
+        return self._may_sample(itr)
+
     def _may_sample(self, itr: int) -> bool:
         return bool(self.starving.value) or self.throttle.may_sample(itr, self.updates.value)
 

@@ -126,6 +126,9 @@ class ActorGroup:
         self.connected_here = False
         self.ray = None
         self._common_ref = None
+        # Called on every poll of a wait (an asynchronous sampler's heartbeat and stop
+        # check: a wait for a replacement may take up to restart_timeout).
+        self.on_wait = None
 
     # ---- start --------------------------------------------------------------------------
     def start(self) -> None:
@@ -165,6 +168,8 @@ class ActorGroup:
                 spec.node_id, spec.node_ip, spec.pid = info["node_id"], info["node_ip"], info["pid"]
             if any(not died for _, died in lost.values()):
                 time.sleep(RESTARTING_POLL_S)
+                if self.on_wait is not None:
+                    self.on_wait()
             for i, (cause, died) in lost.items():
                 if died:
                     self._count_restart(i, cause)
@@ -251,28 +256,57 @@ class ActorGroup:
                                                                    deadline - time.monotonic()))
             ready, pending = ray.wait(pending, num_returns=len(pending), timeout=timeout)
             for ref in ready:
-                i = index[ref]
-                try:
-                    value = ray.get(ref)
-                except ray.exceptions.ActorUnavailableError as e:
-                    lost[i] = (_cause(e), False)
-                    continue
-                except ray.exceptions.RayActorError as e:
-                    lost[i] = (_cause(e), True)
-                    continue
-                except ray.exceptions.RayTaskError as e:
-                    raise ActorError(f"{self.specs[i].describe()} raised; its traceback:\n"
-                                     f"{_remote_traceback(e)}") from None
-                if isinstance(value, str) and value == LOST:
-                    lost[i] = ("it was restarted by Ray and lost its envs", True)
-                else:
-                    results[i] = value
+                self._classify(index[ref], ref, results, lost)
+            if self.on_wait is not None:
+                self.on_wait()
             if deadline is not None and time.monotonic() >= deadline and pending:
                 return None, {}
             if pending and next_probe is not None and time.monotonic() > next_probe:
                 self._check_hung([index[r] for r in pending])
                 next_probe = time.monotonic() + max(1.0, self.step_timeout / 4)
         return results, lost
+
+    def poll(self, refs: dict, timeout: float) -> tuple[dict, dict]:
+        """Like ``_wait`` for at most ``timeout`` seconds, without a hung-env check:
+        ``(results, lost)`` of the refs of ``refs`` (``{actor index: ref}``) that are
+        done by then; the others are left running.  An env that raised raises
+        ``ActorError`` with its traceback."""
+        index = {ref: i for i, ref in refs.items()}
+        results, lost = {}, {}
+        if not refs:
+            return results, lost
+        # Back as soon as one is done, with every other one done by then.
+        ready, rest = self.ray.wait(list(refs.values()), num_returns=1, timeout=timeout)
+        if ready and rest:
+            ready += self.ray.wait(rest, num_returns=len(rest), timeout=0)[0]
+        for ref in ready:
+            self._classify(index[ref], ref, results, lost)
+        return results, lost
+
+    def _classify(self, i: int, ref, results: dict, lost: dict) -> None:
+        """Put the finished call ``ref`` of actor ``i`` into ``results`` or ``lost``."""
+        ray = self.ray
+        try:
+            value = ray.get(ref)
+        except ray.exceptions.ActorUnavailableError as e:
+            lost[i] = (_cause(e), False)
+            return
+        except ray.exceptions.RayActorError as e:
+            lost[i] = (_cause(e), True)
+            return
+        except ray.exceptions.RayTaskError as e:
+            raise ActorError(f"{self.specs[i].describe()} raised; its traceback:\n"
+                             f"{_remote_traceback(e)}") from None
+        if isinstance(value, str) and value == LOST:
+            lost[i] = ("it was restarted by Ray and lost its envs", True)
+        else:
+            results[i] = value
+
+    def check_hung(self, indices) -> None:
+        """Raise ``ActorError`` with its stack if an env call of one of the actors
+        ``indices`` has run past ``step_timeout`` (no check when it is None)."""
+        if self.step_timeout is not None and indices:
+            self._check_hung(list(indices))
 
     def _check_hung(self, indices) -> None:
         ray = self.ray

@@ -125,6 +125,7 @@ class RaySampler(BaseSampler):
         self._closed = False
         self._version = -1
         self._params = None
+        self._restarts_before = 0  # ActorRestarts of the run before a resume.
 
     def _check_collectors(self) -> None:
         if not issubclass(self.CollectorCls, (CpuResetCollector, CpuWaitResetCollector,
@@ -293,8 +294,14 @@ class RaySampler(BaseSampler):
                                retry=False).values())
 
     def diagnostics(self) -> dict:
-        """Columns for the runner's log: ``ActorRestarts`` (cumulative)."""
-        return dict(ActorRestarts=self.group.n_restarts if self.group is not None else 0)
+        """Columns for the runner's log: ``ActorRestarts`` (cumulative, a resumed run's
+        included: the runner's checkpoint keeps them, see ``load_diagnostics``)."""
+        now = self.group.n_restarts if self.group is not None else 0
+        return dict(ActorRestarts=self._restarts_before + now)
+
+    def load_diagnostics(self, state: dict) -> None:
+        """Continue ``diagnostics``' counts from a checkpoint's."""
+        self._restarts_before = int(state.get("ActorRestarts", 0))
 
     def _check_running(self) -> None:
         if self._closed:
