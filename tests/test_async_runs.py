@@ -366,3 +366,21 @@ def test_sampler_stopped_from_outside_ends_the_run(tmp_path, leak_check):
     with pytest.raises(AsyncRunError, match=r"exited \(code 0\) without sending its last"):
         train(runner, tmp_path)
     assert stopped_at and time.monotonic() - stopped_at[0] < 15
+
+
+def test_async_impala_resumes_and_trains_on(tmp_path):
+    """Impala's FIFO of batches is not saved: a resumed run's FIFO goes on empty, numbered
+    from the sampler's batch count, and the learner skips the batches lost with the
+    checkpoint (it stopped with "BatchFifo.batch: index=16 is not held")."""
+    from rlpyt.cli import main
+
+    assert main(["train", "--algo", "impala", "--runner", "async", "--n-steps", "2048",
+                 "--log-dir", str(tmp_path), "--runner.log_interval_steps", "1024"]) == 0
+    (run_dir,) = glob.glob(str(tmp_path / "run_*"))
+    first = read_progress(tmp_path)
+    assert main(["train", "--resume", run_dir, "--n-steps", "4096"]) == 0
+    rows = read_progress(tmp_path)
+    assert [int(r["CumSteps"]) for r in rows] == [0, 1024, 2048, 3072, 4096]
+    assert rows[:3] == first
+    updates = [int(float(r["CumUpdates"])) for r in rows[2:]]
+    assert updates[2] > updates[1] > updates[0] > 0, updates

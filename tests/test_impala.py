@@ -89,6 +89,22 @@ def test_fifo_batches_are_views_of_the_slots():
     assert view.x[0, 0].item() == 9
 
 
+def test_fifo_restarted_at_n_numbers_on_from_n_and_holds_nothing_before():
+    fifo = BatchFifo(slot(0), 3, share_memory=False)
+    for i in range(5):
+        fifo.append_samples(slot(i))
+    fifo.restart_at(7)  # A resumed run: the sampler goes on from batch 7.
+    for i in range(3):
+        with pytest.raises(IndexError, match=r"batches 7 to 6"):
+            fifo.batch(4 + i)  # Stale slots are never served.
+    assert fifo.append_samples(slot(70)) == 7
+    assert fifo.batch(7).y.tolist() == [70, -70]
+    with pytest.raises(IndexError, match="index=6 is not held"):
+        fifo.batch(6)
+    with pytest.raises(ValueError, match="n=-1"):
+        fifo.restart_at(-1)
+
+
 def test_fifo_rejects_a_bad_capacity():
     with pytest.raises(ValueError, match="capacity=0"):
         BatchFifo(slot(0), 0)

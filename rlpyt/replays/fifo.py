@@ -45,6 +45,15 @@ class BatchFifo:
         self.samples = torchify_buffer(self.samples_np)  # the same memory, as tensors
         self._n_appended = (np_mp_array((), np.int64) if share_memory
                             else np.zeros((), dtype=np.int64))
+        self.first = 0  # The first batch number (restart_at): earlier slots are stale.
+
+    def restart_at(self, n: int) -> None:
+        """Empty, with the next append numbered ``n`` (a resumed run's sampler goes on
+        from batch ``n``; call before any process appends)."""
+        if isinstance(n, bool) or int(n) != n or n < 0:
+            raise ValueError(f"BatchFifo.restart_at: n={n!r} must be an integer >= 0")
+        self.first = int(n)
+        self._n_appended[()] = self.first
 
     @property
     def n_appended(self) -> int:
@@ -63,9 +72,10 @@ class BatchFifo:
         """Batch number ``index`` as tensors viewing the slot (no copy); valid until batch
         ``index + capacity`` is appended."""
         n = self.n_appended
-        if not n - self.capacity <= index < n:
+        oldest = max(self.first, n - self.capacity)
+        if not oldest <= index < n:
             raise IndexError(
-                f"BatchFifo.batch: index={index} is not held; batches {max(0, n - self.capacity)}"
+                f"BatchFifo.batch: index={index} is not held; batches {oldest}"
                 f" to {n - 1} are (capacity {self.capacity}, {n} appended)"
             )
         return self.samples[index % self.capacity]

@@ -302,6 +302,9 @@ class AsyncRlBase(MinibatchRlBase):
         if resume is not None:  # Before forking: the sampler starts from these weights.
             self.agent.load_state_dict(resume["agent"])
             self._load_replay(resume)
+            restart_fifo = getattr(self.buffer, "restart_at", None)
+            if restart_fifo is not None:  # A FIFO is not saved: it goes on empty.
+                restart_fifo(resume["appended"])
         self.agent.async_cpu(share_memory=True)
         if resume is not None:  # Parameter versions go on counting.
             self.agent.param_board.restart_at(resume.get("param_version", 0))
@@ -313,7 +316,7 @@ class AsyncRlBase(MinibatchRlBase):
         self.algo.optim_initialize(rank=0)
         if resume is not None:
             self.algo.load_state_dict(resume["algo"])
-            self.control.publish_updates(self.algo.update_counter, starving=False)
+            self.control.publish_updates(self._consumed(), starving=False)
         self.initialize_logging()
         return n_itr
 
@@ -412,13 +415,13 @@ class AsyncRlBase(MinibatchRlBase):
         return self.summary()
 
     def _optimize_until_done(self) -> None:
-        control, throttle, algo = self.control, self.throttle, self.algo
+        control, throttle = self.control, self.throttle
         while not self._stopping:
             self._check_faults()
             self._read_messages()
             appended = control.appended.value
             allowed = throttle.allowed_updates(appended)
-            if algo.update_counter < allowed and self._starving_at != appended:
+            if self._consumed() < allowed and self._starving_at != appended:
                 self._optimize(appended)
             elif self._done_sampled and appended >= self.n_itr:
                 return
@@ -426,6 +429,14 @@ class AsyncRlBase(MinibatchRlBase):
                 start = time.perf_counter()
                 control.wait_appended_above(appended)
                 self._opt_wait_s += time.perf_counter() - start
+
+    def _consumed(self) -> int:
+        """Updates as the throttle counts them: ``update_counter``, or, for a learner fed
+        by a FIFO of batches, the batches it has consumed (``Impala.fifo_position``:
+        after a resume the batches sampled but not yet consumed at the checkpoint are
+        lost, and the FIFO's numbering goes on from the sampler's)."""
+        position = getattr(self.algo, "fifo_position", None)
+        return self.algo.update_counter if position is None else position
 
     def _optimize(self, appended: int) -> None:
         before = self.algo.update_counter
@@ -441,7 +452,7 @@ class AsyncRlBase(MinibatchRlBase):
         # No update (e.g. the replay cannot yet give an n-step sample): let the sampler
         # run on beyond the ratio until there is more data.
         self._starving_at = None if made_progress else appended
-        self.control.publish_updates(self.algo.update_counter, starving=not made_progress)
+        self.control.publish_updates(self._consumed(), starving=not made_progress)
         for k, values in self._opt_infos.items():
             new = getattr(opt_info, k, [])
             values.extend(new if isinstance(new, list) else [new])

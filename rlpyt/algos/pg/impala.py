@@ -112,6 +112,7 @@ class Impala(PolicyGradientAlgo):
     replay_ratio = 1  # one gradient step per sampler batch
     min_itr_learn = 0
     async_mode = False
+    _fifo_skip = 0  # Batches a resume skipped (fifo_position).
 
     def __init__(
         self,
@@ -169,6 +170,21 @@ class Impala(PolicyGradientAlgo):
         self.fifo = BatchFifo(self.example_batch(examples, batch_spec), self.fifo_size)
         self.async_mode = True
         return self.fifo
+
+    @property
+    def fifo_position(self) -> int | None:
+        """The FIFO number of the next batch to learn from (asynchronous mode; None
+        otherwise): ``update_counter``, plus the batches a resume skipped (sampled but
+        not consumed before the checkpoint; the FIFO is not saved)."""
+        return self.update_counter + self._fifo_skip if self.async_mode else None
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """As ``RlAlgorithm``; in asynchronous mode the FIFO's numbering (``restart_at``,
+        set by the runner from the sampler's batch count) goes on past the batches lost
+        with the checkpoint."""
+        super().load_state_dict(state_dict)
+        if self.async_mode:
+            self._fifo_skip = max(0, self.fifo.first - self.update_counter)
 
     @property
     def async_max_ahead(self) -> int:
@@ -245,7 +261,7 @@ class Impala(PolicyGradientAlgo):
         Returns ``ImpalaOptInfo`` of one-element lists.
         """
         if self.async_mode:
-            batch = self.fifo.batch(self.update_counter)
+            batch = self.fifo.batch(self.fifo_position)
         else:
             if samples is None:
                 raise ValueError("Impala.optimize_agent: samples=None outside asynchronous "
