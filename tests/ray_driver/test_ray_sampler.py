@@ -307,8 +307,10 @@ def test_cli_ray_flags_need_the_ray_sampler(tmp_path, capsys):
 
 
 # ---- resume, through the command line -------------------------------------------------------
-def _cli(args, **popen):
+def _cli(args, ray_address=None, **popen):
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    if ray_address is not None:
+        env["RAY_ADDRESS"] = ray_address
     return subprocess.Popen([sys.executable, "-m", "rlpyt", "train", *args], env=env, **popen)
 
 
@@ -316,11 +318,13 @@ def test_killed_cli_run_on_ray_resumes_from_its_checkpoint(cluster, tmp_path):
     from rlpyt.runners.checkpoint import list_checkpoints
 
     run_dir = tmp_path / "run_0"
+    # No --ray-address: Ray's default joins the cluster RAY_ADDRESS names (a sampler
+    # that asked that cluster for num_cpus failed here).
     args = ["--algo", "ppo", "--n-steps", "3072", "--sampler-type", "ray", "--actors", "2",
-            "--ray-address", cluster.address, "--log-dir", str(tmp_path),
+            "--log-dir", str(tmp_path),
             "--runner.log_interval_steps", "512", "--runner.checkpoint_interval_steps", "256",
             "--algo.epochs", "2", "--sampler.batch_T", "16", "--sampler.batch_B", "4"]
-    proc = _cli(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = _cli(args, cluster.address, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 120
         while not list_checkpoints(str(run_dir)):
@@ -333,8 +337,8 @@ def test_killed_cli_run_on_ray_resumes_from_its_checkpoint(cluster, tmp_path):
         proc.kill()
         proc.stderr.close()
     killed_at = list_checkpoints(str(run_dir))[-1][0]
-    done = _cli(["--resume", str(run_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                text=True)
+    done = _cli(["--resume", str(run_dir)], cluster.address, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, text=True)
     out, err = done.communicate(timeout=300)
     assert done.returncode == 0, err[-3000:]
     with open(run_dir / "progress.csv", newline="") as f:
@@ -458,8 +462,8 @@ def test_async_cli_run_on_ray_survives_a_killed_actor_and_resumes(cluster, tmp_p
         proc.kill()
         proc.stderr.close()
     killed_at = list_checkpoints(str(run_dir))[-1][0]
-    done = _cli(["--resume", str(run_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                text=True)
+    done = _cli(["--resume", str(run_dir)], cluster.address, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, text=True)
     out, err = done.communicate(timeout=300)
     assert done.returncode == 0, err[-3000:]
     with open(run_dir / "progress.csv", newline="") as f:

@@ -135,10 +135,7 @@ class ActorGroup:
         """Connect to (or start) Ray, create every actor and set it up."""
         ray = self.ray = import_ray()
         if not ray.is_initialized():
-            kwargs = dict(log_to_driver=True)
-            if self.ray_address is None:  # A private local Ray, for this run only.
-                kwargs.update(num_cpus=self.local_num_cpus, include_dashboard=False)
-            ray.init(address=self.ray_address, **kwargs)
+            connect(ray, self.ray_address, self.local_num_cpus)
             self.connected_here = True
         options = dict(max_restarts=self.max_actor_restarts, max_task_retries=0,
                        scheduling_strategy="SPREAD")
@@ -351,6 +348,22 @@ class ActorGroup:
     def pids(self) -> list:
         """``(node_ip, pid)`` of every actor's current process."""
         return [(s.node_ip, s.pid) for s in self.specs]
+
+
+def connect(ray, address: str | None, local_num_cpus: int) -> None:
+    """``ray.init``: join the cluster at ``address``; with None, Ray's default: the
+    cluster named by ``RAY_ADDRESS`` or started on this machine by ``ray start`` if
+    there is one, else a private local Ray with ``local_num_cpus`` logical CPUs."""
+    if address is not None:
+        ray.init(address=address, log_to_driver=True)
+        return
+    try:
+        ray.init(num_cpus=local_num_cpus, include_dashboard=False, log_to_driver=True)
+    except ValueError as error:
+        # Ray found a cluster and refuses to be told its size: join it as it is.
+        if "existing cluster" not in str(error):
+            raise
+        ray.init(log_to_driver=True)
 
 
 class Restarted(Exception):
