@@ -23,6 +23,13 @@ SUITES = sorted(p.name for p in (HERE / "ray_driver").glob("test_*.py"))
 NO_TESTS_COLLECTED = 5  # pytest's exit code when the marker expression selects nothing
 
 
+def _sibling_selected(request, suite: str, learning: bool) -> bool:
+    """Whether this run also selected the suite's other half (every xdist worker holds
+    the whole selection)."""
+    sibling = f"[{suite}-{'learning' if learning else 'tests'}]"
+    return any(item.nodeid.endswith(sibling) for item in request.session.items)
+
+
 def _marker_expression(request, learning: bool) -> str:
     own = "learning" if learning else "not learning"
     outer = request.config.option.markexpr
@@ -41,8 +48,14 @@ def test_ray_driver_suite(suite: str, learning: bool, request) -> None:
     path = HERE / "ray_driver" / suite
     if learning and "pytest.mark.learning" not in path.read_text():
         pytest.skip(f"{suite} has no learning test")  # Spares a child's start-up.
+    markers = _marker_expression(request, learning)
+    both = _sibling_selected(request, suite, not learning)
+    if both and learning:
+        pytest.skip(f"{suite}: its learning tests run with its other tests, in one process")
+    if both:  # One child, one Ray cluster start-up, for both halves (make test).
+        markers = request.config.option.markexpr or "learning or not learning"
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfE",
-               "-m", _marker_expression(request, learning), str(path)]
+               "-m", markers, str(path)]
     env = dict(os.environ, **{RAY_DRIVER_ENV: "1"})
     proc = subprocess.run(command, cwd=HERE.parent, env=env, capture_output=True, text=True)
     output = proc.stdout + proc.stderr
