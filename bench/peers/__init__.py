@@ -16,6 +16,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -38,7 +39,12 @@ PEERS = {
     "sample-factory": Peer("sample-factory", (
         "sample-factory==2.1.1", "numpy<2", "gymnasium<1", "ale-py==0.12.1",
         "minatar==1.0.15", TORCH)),
-    "torchrl": Peer("torchrl", ("torchrl==0.14.1", "tensordict==0.14.3", TORCH)),
+    # TorchRL steps the same EnvPool Pong as the EnvPool rows (its ``MultiThreadedEnv``,
+    # which builds EnvPool's gym-API envs, reads their specs through the old ``gym`` and
+    # their outputs with ``treevalue``).
+    "torchrl": Peer("torchrl", ("torchrl==0.14.1", "tensordict==0.14.3", "envpool==1.2.5",
+                                "gym==0.26.2", "treevalue==1.5.0", "numpy==2.4.6",
+                                "gymnasium==1.4.0", TORCH)),
     # The CleanRL-style loop is written for the bench and needs nothing beyond EnvPool
     # and torch, which our environment has.
     "cleanrl-style": Peer("cleanrl-style", None),
@@ -90,16 +96,35 @@ def run(name: str, args: list[str], timeout: float, env: dict | None = None,
     child_env = dict(os.environ, **(env or {}))
     if PEERS[name].pins is not None:  # Our library stays out of a peer's venv.
         child_env.pop("PYTHONPATH", None)
+    # A session of its own, so that a stalled peer's worker processes (Sample Factory
+    # starts several) are killed with it rather than left running.
+    proc = subprocess.Popen([python, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=child_env, cwd=HERE, start_new_session=True)
     try:
-        proc = subprocess.run([python, *args], capture_output=True, text=True,
-                              timeout=timeout, env=child_env, cwd=HERE)
-    except subprocess.TimeoutExpired as e:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        stdout, stderr = proc.communicate()
         log(f"[peers] {name} {args[0]}: no result within {timeout:.0f} s\n"
-            + (e.stderr or "")[-2000:] if isinstance(e.stderr, str) else "")
+            + _first_error(stderr))
         return None
-    for line in proc.stdout.splitlines()[::-1]:
+    finally:  # Also reaps workers a peer left behind when it exited.
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    for line in stdout.splitlines()[::-1]:
         if line.startswith("PEER_RESULT "):
             return json.loads(line[len("PEER_RESULT "):])
     log(f"[peers] {name} {args[0]} failed (exit {proc.returncode}):\n"
-        + proc.stderr[-3000:])
+        + _first_error(stderr))
     return None
+
+
+def _first_error(stderr: str, tail: int = 3000) -> str:
+    """The first traceback in a peer's stderr (where a peer's worker died first, before
+    the rest of it stalled or was killed), else the stderr's tail."""
+    start = stderr.find("Traceback (most recent call last)")
+    if start < 0:
+        return stderr[-tail:]
+    return stderr[start:start + tail]
