@@ -72,6 +72,10 @@ SIZES = {  # Agent steps per measurement, by work.
 COLLECT_B, COLLECT_T = 16, 20  # pong-random / pong-model: 16 envs, 20 steps a batch.
 PPO_B, PPO_T = 8, 128  # CleanRL's Atari PPO shapes: 8 envs, 128 steps, 4x4 minibatches.
 ASYNC_B, ASYNC_T = 16, 20  # Actor-learner rows: 16 envs (2 workers x 8), rollouts of 20.
+# On a saturated machine a worker can take over the default minute to build its 8 ALE
+# envs; the watchdogs are there to catch hangs, and a benchmark wants the figure.
+PATIENCE = dict(step_timeout=600.0)
+ASYNC_PATIENCE = dict(step_timeout=600.0, batch_timeout=600.0)
 
 
 # ---- our side -------------------------------------------------------------------------------
@@ -84,7 +88,7 @@ def _envpool_atari():
 def ours_collect(SamplerCls, agent_kind: str, steps: int, EnvCls=AtariEnv) -> float:
     """Agent steps/s of a sampler with 2 workers, random actions or the Atari CNN."""
     sampler = SamplerCls(EnvCls=EnvCls, env_kwargs=dict(game="pong"), batch_T=COLLECT_T,
-                         batch_B=COLLECT_B, max_decorrelation_steps=0)
+                         batch_B=COLLECT_B, max_decorrelation_steps=0, **PATIENCE)
     agent = RandomAgent() if agent_kind == "random" else AtariFfAgent()
     sampler.initialize(agent, affinity=dict(n_workers=2), seed=0)
     try:
@@ -102,7 +106,7 @@ def ours_collect(SamplerCls, agent_kind: str, steps: int, EnvCls=AtariEnv) -> fl
 def ours_ppo(iterations: int, EnvCls=AtariEnv) -> float:
     """MinibatchRl + PPO with CleanRL's Atari settings; agent steps/s between log rows."""
     sampler = CpuSampler(EnvCls=EnvCls, env_kwargs=dict(game="pong"), batch_T=PPO_T,
-                         batch_B=PPO_B, max_decorrelation_steps=0)
+                         batch_B=PPO_B, max_decorrelation_steps=0, **PATIENCE)
     algo = PPO(learning_rate=2.5e-4, value_loss_coeff=0.5, entropy_loss_coeff=0.01,
                clip_grad_norm=0.5, gae_lambda=0.95, minibatches=4, epochs=4, ratio_clip=0.1)
     batch = PPO_T * PPO_B
@@ -114,7 +118,8 @@ def ours_ppo(iterations: int, EnvCls=AtariEnv) -> float:
 def ours_impala_pong(steps: int) -> float:
     """AsyncRl + Impala on Pong with the Nature CNN (Sample Factory's convnet_atari)."""
     sampler = AsyncCpuSampler(EnvCls=AtariEnv, env_kwargs=dict(game="pong"),
-                              batch_T=ASYNC_T, batch_B=ASYNC_B, max_decorrelation_steps=0)
+                              batch_T=ASYNC_T, batch_B=ASYNC_B, max_decorrelation_steps=0,
+                              **ASYNC_PATIENCE)
     agent = AtariFfAgent(model_kwargs=NATURE_CNN)
     runner = AsyncRl(Impala(), agent, sampler, n_steps=steps, seed=0,
                      log_interval_steps=steps // 5, affinity=dict(workers_cpus=[0, 1],
@@ -127,7 +132,8 @@ def ours_impala_minatar(steps: int) -> float:
     from rlpyt.envs.minatar import MinAtarEnv
 
     sampler = AsyncCpuSampler(EnvCls=MinAtarEnv, env_kwargs=dict(game="Breakout"),
-                              batch_T=ASYNC_T, batch_B=ASYNC_B, max_decorrelation_steps=0)
+                              batch_T=ASYNC_T, batch_B=ASYNC_B, max_decorrelation_steps=0,
+                              **ASYNC_PATIENCE)
     runner = AsyncRl(Impala(), MinAtarPgAgent(), sampler, n_steps=steps, seed=0,
                      log_interval_steps=steps // 5, affinity=dict(workers_cpus=[0, 1],
                                                                   set_affinity=False))
@@ -221,9 +227,9 @@ def main():
     for rep in range(args.repeats):
         for work in works:
             idx = [i for i, r in enumerate(table) if r[0] == work]
-            if rep % 2:  # Interleave: ours first on odd repeats.
-                idx = [i for i in idx if table[i][1] == "ours"] + \
-                      [i for i in idx if table[i][1] == "peer"]
+            first = "ours" if rep % 2 else "peer"  # Interleave: ours first on odd repeats.
+            idx = [i for i in idx if table[i][1] == first] + \
+                  [i for i in idx if table[i][1] != first]
             for i in idx:
                 if i in failed:
                     continue
