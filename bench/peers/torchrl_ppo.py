@@ -6,7 +6,8 @@ Run in the TorchRL venv (``bench/peers/``).  A ``Collector`` (TorchRL 0.14's
 Atari CNN (``torchrl_parts.py``); ``GAE`` (gamma 0.99, lambda 0.95) computes advantages
 once per batch; the batch goes into a ``ReplayBuffer`` (``LazyTensorStorage``,
 ``SamplerWithoutReplacement``) and ``ClipPPOLoss`` (ratio clip 0.1, entropy 0.01, value
-coefficient 0.5 on an L2 value loss, advantages not normalized) takes ``--epochs``
+coefficient 0.5 on its L2 value loss, which lacks the 1/2 of the CleanRL-style loop's:
+the same work, twice the value gradient; advantages not normalized) takes ``--epochs``
 epochs of ``--minibatches`` minibatches, Adam 2.5e-4 (eps 1e-5), gradient norm 0.5:
 the settings of ``cleanrl_style_ppo.py`` and of rlpyt's ``PPO`` in ``bench/peers.py``.
 
