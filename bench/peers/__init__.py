@@ -16,8 +16,11 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 from dataclasses import dataclass
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -38,7 +41,12 @@ PEERS = {
     "sample-factory": Peer("sample-factory", (
         "sample-factory==2.1.1", "numpy<2", "gymnasium<1", "ale-py==0.12.1",
         "minatar==1.0.15", TORCH)),
-    "torchrl": Peer("torchrl", ("torchrl==0.14.1", "tensordict==0.14.3", TORCH)),
+    # TorchRL steps the same EnvPool Pong as the EnvPool rows (its ``MultiThreadedEnv``,
+    # which builds EnvPool's gym-API envs, reads their specs through the old ``gym`` and
+    # their outputs with ``treevalue``).
+    "torchrl": Peer("torchrl", ("torchrl==0.14.1", "tensordict==0.14.3", "envpool==1.2.5",
+                                "gym==0.26.2", "treevalue==1.5.0", "numpy==2.4.6",
+                                "gymnasium==1.4.0", TORCH)),
     # The CleanRL-style loop is written for the bench and needs nothing beyond EnvPool
     # and torch, which our environment has.
     "cleanrl-style": Peer("cleanrl-style", None),
@@ -83,23 +91,77 @@ def _python_of_locked(peer: Peer, log) -> str | None:
 def run(name: str, args: list[str], timeout: float, env: dict | None = None,
         log=print) -> dict | None:
     """Run ``python args...`` in peer ``name``'s venv; the dict of its ``PEER_RESULT``
-    line, or None (after printing why) if it could not be installed or failed."""
+    line, or None (after printing why) if it could not be installed or failed.
+
+    The peer runs in a session of its own, and its whole process group is killed at
+    the end: after ``timeout`` seconds without a result (a stalled Sample Factory leaves
+    several worker processes), ``EXIT_GRACE`` seconds after it printed its result
+    without exiting (TorchRL's multi-process collector can hang at interpreter exit),
+    and after a normal exit (workers it left behind)."""
     python = python_of(name, log=log)
     if python is None:
         return None
     child_env = dict(os.environ, **(env or {}))
     if PEERS[name].pins is not None:  # Our library stays out of a peer's venv.
         child_env.pop("PYTHONPATH", None)
+    proc = subprocess.Popen([python, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=child_env, cwd=HERE, start_new_session=True)
+    out, err, got_result = [], [], threading.Event()
+    readers = [threading.Thread(target=_drain, args=(proc.stdout, out, got_result),
+                                daemon=True),
+               threading.Thread(target=_drain, args=(proc.stderr, err, None), daemon=True)]
+    for reader in readers:
+        reader.start()
+    why = _wait(proc, timeout, got_result)
     try:
-        proc = subprocess.run([python, *args], capture_output=True, text=True,
-                              timeout=timeout, env=child_env, cwd=HERE)
-    except subprocess.TimeoutExpired as e:
-        log(f"[peers] {name} {args[0]}: no result within {timeout:.0f} s\n"
-            + (e.stderr or "")[-2000:] if isinstance(e.stderr, str) else "")
-        return None
-    for line in proc.stdout.splitlines()[::-1]:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+    for reader in readers:
+        reader.join(timeout=10)
+    stderr = "".join(err)
+    for line in out[::-1]:
         if line.startswith("PEER_RESULT "):
+            if why:
+                log(f"[peers] {name} {args[0]}: {why}; its result stands")
             return json.loads(line[len("PEER_RESULT "):])
-    log(f"[peers] {name} {args[0]} failed (exit {proc.returncode}):\n"
-        + proc.stderr[-3000:])
+    log(f"[peers] {name} {args[0]} failed ({why or f'exit {proc.returncode}'}):\n"
+        + _first_error(stderr))
     return None
+
+
+EXIT_GRACE = 30.0  # Seconds a peer may take to exit after printing its result.
+
+
+def _wait(proc: subprocess.Popen, timeout: float, got_result: threading.Event) -> str:
+    """Wait for the peer to exit; '' if it did, else why the wait ended."""
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None:
+        if got_result.is_set():
+            try:
+                proc.wait(timeout=EXIT_GRACE)
+                return ""
+            except subprocess.TimeoutExpired:
+                return f"did not exit within {EXIT_GRACE:.0f} s of its result, killed"
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return f"no result within {timeout:.0f} s, killed"
+        got_result.wait(min(1.0, left))
+    return ""
+
+
+def _drain(stream, lines: list, got_result: threading.Event | None) -> None:
+    for line in stream:
+        lines.append(line)
+        if got_result is not None and line.startswith("PEER_RESULT "):
+            got_result.set()
+
+
+def _first_error(stderr: str, tail: int = 3000) -> str:
+    """The first traceback in a peer's stderr (where a peer's worker died first, before
+    the rest of it stalled or was killed), else the stderr's tail."""
+    start = stderr.find("Traceback (most recent call last)")
+    if start < 0:
+        return stderr[-tail:]
+    return stderr[start:start + tail]

@@ -31,6 +31,10 @@ class AtariNet(nn.Module):
         self.pi = nn.Linear(512, n_actions)
         self.value = nn.Linear(512, 1)
 
+    def features(self, obs: torch.Tensor) -> torch.Tensor:
+        """The 512 units both heads read; obs ``[N, C, H, W]`` uint8."""
+        return self.fc(self.conv(obs.float().mul_(1.0 / 255)).flatten(1))
+
     def forward(self, obs: torch.Tensor):
-        x = self.fc(self.conv(obs.float().mul_(1.0 / 255)).flatten(1))
+        x = self.features(obs)
         return torch.softmax(self.pi(x), dim=-1), self.value(x).squeeze(-1)

@@ -4,8 +4,16 @@ Run in the Sample Factory venv (``bench/peers/``).  ``--env atari_pong``: its At
 example (``sf_examples.atari``: its env wrappers, 84x84 frames, frame skip 4, 4-frame
 stack, episodic lives, 30 no-op starts; its defaults from ``atari_override_defaults``)
 with the settings that make the batches rlpyt's: 2 rollout workers x 8 envs (16 envs),
-rollouts of 20 steps, one gradient step per 320-step batch, V-trace on, asynchronous
-(``async_rl``), CPU.  The encoder is its ``convnet_atari`` (the Nature CNN: 32, 64, 64
+rollouts of 20 steps, one gradient step per 320-step batch, asynchronous
+(``async_rl``), CPU, and Sample Factory's default APPO losses: PPO clipping (ratio clip
+0.1) with GAE advantages (gamma 0.99, lambda 0.95), no V-trace.  ``--vtrace`` asks for
+V-trace instead (``--with_vtrace=True --recurrence=20``, which is what matches rlpyt's
+Impala), but Sample Factory 2.1.1, its newest release, cannot train with it: its
+learner's ``_record_summaries`` reads ``mb.advantages``, which only its GAE path
+fills, so the first batch raises ``AttributeError: 'AttrDict' object has no attribute
+'advantages'`` and training stalls (fixed upstream after 2.1.1, in its pull request
+#286, which no release contains; the summaries' cadence is fixed in code, not an
+option, so no setting avoids it).  The encoder is its ``convnet_atari`` (the Nature CNN: 32, 64, 64
 channels, then 512 units), which rlpyt's side of the row also uses.
 ``--env minatar_breakout``: MinAtar Breakout registered as a custom env (Gymnasium
 wrapper of ``minatar.Environment``, channels first, sticky actions 0.1 as MinAtar's
@@ -129,6 +137,8 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--env", default="atari_pong")
     p.add_argument("--steps", type=int, default=60_000, help="agent steps to train on")
+    p.add_argument("--vtrace", action="store_true",
+                   help="V-trace (fails in Sample Factory 2.1.1, see above)")
     a = p.parse_args()
     from sample_factory.envs.env_utils import register_env
     from sample_factory.train import run_rl
@@ -144,12 +154,16 @@ def main():
     argv = [f"--env={a.env}", "--experiment=bench", f"--train_dir={train_dir}",
             "--device=cpu", "--num_workers=2", "--num_envs_per_worker=8",
             "--worker_num_splits=1", "--rollout=20", "--batch_size=320", "--num_epochs=1",
-            "--num_batches_per_epoch=1", "--async_rl=True", "--with_vtrace=True",
-            "--recurrence=20",  # V-trace in Sample Factory needs recurrence == rollout.
+            "--num_batches_per_epoch=1", "--async_rl=True",
             "--normalize_input=False", "--normalize_returns=False",
+            "--decorrelate_envs_on_one_worker=False",  # rlpyt's rows: no decorrelation.
             "--summaries_use_frameskip=False", "--save_every_sec=100000",
             "--save_best_every_sec=100000", "--experiment_summaries_interval=100000",
             f"--train_for_env_steps={a.steps}", "--seed=0"]
+    if a.vtrace:  # V-trace in Sample Factory needs recurrence == rollout.
+        argv += ["--with_vtrace=True", "--recurrence=20"]
+    else:
+        argv += ["--with_vtrace=False"]
     if not a.env.startswith("atari_"):
         argv += ["--env_frameskip=1", "--env_framestack=1"]
     cfg = parse_atari_args(argv)
