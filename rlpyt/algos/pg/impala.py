@@ -154,8 +154,9 @@ class Impala(PolicyGradientAlgo):
                          examples, world_size: int = 1) -> BatchFifo:
         """Allocate the shared-memory FIFO (before the sampler processes fork); returns it.
 
-        The runner's memory copier appends ``samples_to_buffer(samples)`` of every
-        sampler batch to it, and calls ``optim_initialize`` in the learner process after.
+        The runner's memory copier appends ``samples_to_buffer(samples, param_version)``
+        of every sampler batch to it (``param_version``: the parameters the sampler acted
+        with), and calls ``optim_initialize`` in the learner process after.
         """
         if examples is None:
             raise ValueError("Impala.async_initialize needs the sampler's examples to "
