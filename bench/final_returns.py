@@ -40,7 +40,9 @@ def train_seed(job: dict) -> dict:
     import torch
 
     from rlpyt.envs.gym import make
+    from rlpyt.runners.async_rl import AsyncRlEval
     from rlpyt.runners.minibatch_rl import MinibatchRlEval
+    from rlpyt.samplers.async_.serial_sampler import AsyncSerialSampler
     from rlpyt.samplers.serial.sampler import SerialSampler
     from rlpyt.utils.logging.context import logger_context
 
@@ -56,11 +58,14 @@ def train_seed(job: dict) -> dict:
     sampler_kwargs.update(batch_T=job["batch_T"] or sampler_kwargs.get("batch_T", 20),
                           batch_B=job["batch_B"] or sampler_kwargs.get("batch_B", 8),
                           max_decorrelation_steps=0, **EVAL)
-    sampler = SerialSampler(EnvCls=make, env_kwargs=dict(id=job["env"]), **sampler_kwargs)
-    runner = MinibatchRlEval(algo=AlgoCls(**algo_kwargs), agent=AgentCls(**agent_kwargs),
+    asynchronous = job["runner"] == "async"
+    SamplerCls = AsyncSerialSampler if asynchronous else SerialSampler
+    RunnerCls = AsyncRlEval if asynchronous else MinibatchRlEval
+    sampler = SamplerCls(EnvCls=make, env_kwargs=dict(id=job["env"]), **sampler_kwargs)
+    runner = RunnerCls(algo=AlgoCls(**algo_kwargs), agent=AgentCls(**agent_kwargs),
                              sampler=sampler, n_steps=job["n_steps"], seed=job["seed"],
                              log_interval_steps=job["log_interval"])
-    start = time.process_time()
+    start = time.perf_counter() if asynchronous else time.process_time()
     with contextlib.ExitStack() as stack:
         # The run directory is <log_dir>/run_<seed>.
         log_dir = job["log_dir"] or stack.enter_context(tempfile.TemporaryDirectory())
@@ -68,8 +73,8 @@ def train_seed(job: dict) -> dict:
         stack.enter_context(logger_context(str(log_dir), job["seed"], "final",
                                            override_prefix=True))
         summary = runner.train()
-    return dict(seed=job["seed"], history=summary["eval_history"],
-                cpu_s=time.process_time() - start)
+    end = time.perf_counter() if asynchronous else time.process_time()
+    return dict(seed=job["seed"], history=summary["eval_history"], cpu_s=end - start)
 
 
 def main() -> None:
@@ -87,7 +92,12 @@ def main() -> None:
     p.add_argument("--batch-B", type=int, default=None, help="default: preset's, else 8")
     p.add_argument("--threshold", type=float, default=475.0)
     p.add_argument("--last", type=int, default=2, help="evaluations averaged at the end")
-    p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--jobs", type=int, default=2,
+                   help="seeds trained at once (--runner async: one at a time)")
+    p.add_argument("--runner", choices=("sync", "async"), default="sync",
+                   help="sync: MinibatchRlEval + SerialSampler; async: AsyncRlEval + "
+                        "AsyncSerialSampler (sampler and memory copier in processes of "
+                        "their own, so the seeds run one after another here)")
     p.add_argument("--log-dir", type=Path, default=None,
                    help="keep each seed's progress.csv under LOG_DIR/run_<seed> (default: "
                         "a temporary directory)")
@@ -96,11 +106,15 @@ def main() -> None:
                  agent_kwargs=json.loads(args.agent_kwargs),
                  env=args.env, seed=seed, n_steps=args.n_steps, log_interval=args.log_interval,
                  batch_T=args.batch_T, batch_B=args.batch_B,
-                 log_dir=args.log_dir) for seed in args.seeds]
-    with mp.get_context("spawn").Pool(args.jobs) as pool:
-        results = pool.map(train_seed, jobs)
+                 log_dir=args.log_dir, runner=args.runner) for seed in args.seeds]
+    if args.runner == "async":  # A pool's daemonic workers may not start processes.
+        results = [train_seed(job) for job in jobs]
+    else:
+        with mp.get_context("spawn").Pool(args.jobs) as pool:
+            results = pool.map(train_seed, jobs)
     held = 0
-    print(f"{args.algo} {'preset' if args.preset else 'defaults'} + {args.algo_kwargs} "
+    print(f"{args.algo} ({args.runner}) {'preset' if args.preset else 'defaults'} + "
+          f"{args.algo_kwargs} "
           f"(agent + {args.agent_kwargs}) on "
           f"{args.env}, {args.n_steps} steps, eval every {args.log_interval}")
     for r in results:
@@ -111,7 +125,7 @@ def main() -> None:
         print(f"seed {r['seed']}: first >= {args.threshold:g} at {first}; mean of last "
               f"{args.last} = {final:.1f}; min after first = "
               f"{min((ret for s, ret in r['history'] if first and s >= first), default=None)}; "
-              f"{r['cpu_s']:.0f} CPU s; history {[round(x) for x in returns]}", flush=True)
+              f"{r['cpu_s']:.0f} {'wall' if args.runner == 'async' else 'CPU'} s; history {[round(x) for x in returns]}", flush=True)
     print(f"final mean of last {args.last} >= {args.threshold:g} in {held} of {len(results)} seeds")
 
 

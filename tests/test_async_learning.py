@@ -5,7 +5,8 @@
   seed runs once the outcome is decided).
 * SAC on Pendulum-v1: -250 within 20k env steps in at least 2 of 3 seeds (the settings
   of ``examples/sac_pendulum.py``).
-* Impala on CartPole-v1: 475 within 300k env steps in at least 2 of 3 seeds.
+* Impala on CartPole-v1: 475 within 300k env steps in at least 2 of 3 seeds (1 of 2 in
+  ``make test``), at ``learning_rate=7e-4``.
 * R2D2 (R2D1 with per-actor epsilons under ``AsyncRl``) on velocity-masked CartPole:
   400 within 300k env steps (``examples/r2d2_masked_cartpole.py``).
 
@@ -133,21 +134,22 @@ def test_r2d2_learns_masked_cartpole(tmp_path):
 
 @pytest.mark.learning
 def test_impala_learns_cartpole_under_async_rl(tmp_path):
-    """Impala's V-trace learner on batches from the sampler process (real policy lag):
-    475 reached in 2 of 3 seeds.
+    """Impala's V-trace learner on batches from the sampler process (real policy lag,
+    0-3 updates): reaches 475 and holds it (``EndOfRun``) in 2 of 3 seeds under ``make
+    learning``, 1 of 2 in ``make test`` (``helpers.seed_plan``), with the ``impala``
+    preset's algorithm at ``learning_rate=7e-4``.
 
-    The end of the run is not judged: under AsyncRl a solved CartPole still falls back
-    (the synchronous fix, the preset's entropy bonus, does not carry over).  Measured
-    2026-11-25 on a 2-core machine at a load of 2-3, seeds 0-2: with the ``impala``
-    preset (entropy 0.01) seed 0 reached 500 at 60k steps and ended at 190 and 161,
-    seed 1 never passed 245 in 300k steps; with entropy 0 every seed reached 475
-    (40k-60k steps) and 1 of 3 held 427.5 two evaluations later (326, 493, 234).  This
-    test therefore trains the preset with ``entropy_loss_coeff=0`` and judges reaching
-    only; docs/benchmarks.md, "Async Impala", keeps the figures."""
+    With the preset's 1e-3 the test rule held in 2 of 4 seeds (budget end 0 of 4).  The
+    cause is not the lag (with none, ``fifo_size=2``, where the async path is
+    bit-identical to ``MinibatchRl``, 1 of 4) but the learning rate at which a seed
+    first solves: seeds solving by 80k steps held in 1 of 9 runs, sync and async, those
+    solving later in 9 of 10.  At 7e-4, measured 2026-11-27 (300k steps, seeds 0-3):
+    the test rule held in 3 of 4 (463, 477, 480, 408) and the budget end was 500, 500,
+    489, 325 (docs/benchmarks.md, "Async Impala: what makes it fall back")."""
     from rlpyt.agents.pg.categorical import CategoricalPgAgent
     from rlpyt.algos.pg.impala import Impala
 
-    algo_kwargs = {**PRESETS["impala"].algo_kwargs, "entropy_loss_coeff": 0.0}
+    algo_kwargs = {**PRESETS["impala"].algo_kwargs, "learning_rate": 7e-4}
 
     def build(seed, RunnerCls):
         sampler = AsyncSerialSampler(EnvCls=make, env_kwargs=dict(id="CartPole-v1"),
@@ -157,5 +159,6 @@ def test_impala_learns_cartpole_under_async_rl(tmp_path):
                          sampler=sampler, n_steps=300_000, seed=seed,
                          log_interval_steps=20_000)
 
-    run_seeds(build, seeds=[0, 1, 2], needed=2, threshold=475, tmp_path=tmp_path,
-              name="async impala", check_end=False)
+    needed, seeds = seed_plan(full=(2, 3), quick=(1, 2))
+    run_seeds(build, seeds=list(seeds), needed=needed, threshold=475, tmp_path=tmp_path,
+              name="async impala")

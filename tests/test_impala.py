@@ -166,7 +166,7 @@ def test_on_policy_impala_takes_a2cs_step():
     assert isinstance(info, ImpalaOptInfo)
     assert info.rhoMean[0] == pytest.approx(1.0, abs=1e-5)
     assert info.rhoClipFraction == [0.0] and info.cClipFraction == [0.0]
-    assert info.policyLag == [0.0]
+    assert info.batchLag == [0.0]
     assert info.loss[0] == pytest.approx(a2c_info.loss[0], rel=1e-4)
     for p, q in zip(agent.parameters(), twin.parameters()):
         torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-6)
@@ -303,7 +303,25 @@ def test_async_mode_consumes_fifo_batches_in_order_and_publishes(updates_per_syn
     # the learner had done since: batches 3 and 4 were copied after 3 updates.
     version = 3 if updates_per_sync == 1 else 2
     assert fifo.batch(4).policy_version.item() == version
-    assert info.policyLag[0] == 4 - version
+    assert info.batchLag[0] == 4 - version
+
+
+def test_batch_lag_counts_from_the_version_the_sampler_acted_with():
+    """The runner's copier passes each batch's sampling version (``append_to_buffer``):
+    the lag is the learner's steps since then, not since the batch was copied."""
+    from rlpyt.runners.async_rl import append_to_buffer
+
+    agent = CategoricalPgAgent()
+    batches, examples, batch_spec = cartpole_batches(agent, 3)
+    algo = Impala(fifo_size=4)
+    fifo = algo.async_initialize(agent, 100, batch_spec, mid_batch_reset=True,
+                                 examples=examples)
+    agent.send_shared_memory = lambda: None
+    algo.optim_initialize(rank=0)
+    for samples in batches:  # all three sampled with version 0, as a sampler running ahead
+        append_to_buffer(algo, fifo, samples, param_version=0)
+    lags = [algo.optimize_agent(n).batchLag[0] for n in range(3)]
+    assert lags == [0.0, 1.0, 2.0]
 
 
 def test_async_initialize_needs_examples():
@@ -324,5 +342,5 @@ def test_async_mode_with_a_recurrent_agent_and_wait_reset_batches():
         expected = samples.agent.agent_info.prev_rnn_state[0]
         assert all(torch.equal(a, b) for a, b in zip(stored, expected))
         info = algo.optimize_agent(i)
-        assert np.isfinite(info.loss[0]) and info.policyLag == [0.0]
+        assert np.isfinite(info.loss[0]) and info.batchLag == [0.0]
     assert algo.update_counter == 2

@@ -151,7 +151,7 @@ def memory_copier(double_buffer, control: AsyncControl, append, start_itr: int =
         while True:
             slot = n % 2
             control.acquire(control.slot_filled[slot])
-            append(double_buffer[slot])
+            append(double_buffer[slot], control.slot_version[slot])
             control.slot_free[slot].release()
             control.batch_appended()
             n += 1
@@ -209,9 +209,16 @@ class EvalItrs:
         return (itr + 1) % self.log_interval_itrs == 0 or itr == self.n_itr - 1
 
 
-def append_to_buffer(algo, buffer, samples) -> None:
-    """What the copier does with one batch: the algorithm picks the fields it stores."""
-    buffer.append_samples(algo.samples_to_buffer(samples))
+def append_to_buffer(algo, buffer, samples, param_version: int = -1) -> None:
+    """What the copier does with one batch: the algorithm picks the fields it stores.
+
+    ``param_version`` is the parameter version the sampler acted with for this batch;
+    algorithms that set ``stores_param_version`` (Impala: its true policy lag) get it.
+    """
+    if getattr(algo, "stores_param_version", False):
+        buffer.append_samples(algo.samples_to_buffer(samples, param_version=param_version))
+    else:
+        buffer.append_samples(algo.samples_to_buffer(samples))
 
 
 class AsyncRlBase(MinibatchRlBase):

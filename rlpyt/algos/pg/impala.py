@@ -22,7 +22,7 @@ __all__ = ["Impala", "ImpalaBatch", "ImpalaOptInfo"]
 ImpalaOptInfo = namedtuple(
     "ImpalaOptInfo",
     ["loss", "gradNorm", "entropy", "perplexity", "piLoss", "valueLoss", "entropyLoss",
-     "rhoMean", "rhoClipFraction", "cClipFraction", "policyLag"],
+     "rhoMean", "rhoClipFraction", "cClipFraction", "batchLag"],
 )
 # What the learner needs of a [T, B] sampler batch (the FIFO's slot layout):
 # behaviour_dist_info is mu(.|x) as the sampler recorded it; init_rnn_state [B, ...]
@@ -109,6 +109,7 @@ class Impala(PolicyGradientAlgo):
     """
 
     opt_info_fields = tuple(ImpalaOptInfo._fields)
+    stores_param_version = True  # the async copier passes each batch's sampling version
     replay_ratio = 1  # one gradient step per sampler batch
     min_itr_learn = 0
     async_mode = False
@@ -154,8 +155,9 @@ class Impala(PolicyGradientAlgo):
                          examples, world_size: int = 1) -> BatchFifo:
         """Allocate the shared-memory FIFO (before the sampler processes fork); returns it.
 
-        The runner's memory copier appends ``samples_to_buffer(samples)`` of every
-        sampler batch to it, and calls ``optim_initialize`` in the learner process after.
+        The runner's memory copier appends ``samples_to_buffer(samples, param_version)``
+        of every sampler batch to it (``param_version``: the parameters the sampler acted
+        with), and calls ``optim_initialize`` in the learner process after.
         """
         if examples is None:
             raise ValueError("Impala.async_initialize needs the sampler's examples to "
@@ -217,8 +219,14 @@ class Impala(PolicyGradientAlgo):
             policy_version=np.zeros((), np.int64),
         )
 
-    def samples_to_buffer(self, samples) -> ImpalaBatch:
-        """The fields of a sampler batch the learner uses (views, no copies)."""
+    def samples_to_buffer(self, samples, param_version: int | None = None) -> ImpalaBatch:
+        """The fields of a sampler batch the learner uses (views, no copies).
+
+        ``param_version``: the parameter version the sampler acted with (the
+        asynchronous runner's copier passes it); None or negative stamps the batch with
+        the version last published (asynchronous: a lower bound on the lag) or, in
+        synchronous runs, the current update count.
+        """
         agent = samples.agent
         bootstrap_value = getattr(agent, "bootstrap_value", None)
         if bootstrap_value is None:
@@ -234,7 +242,9 @@ class Impala(PolicyGradientAlgo):
             )
         timeout = getattr(samples.env.env_info, "timeout", None)
         rnn_state = getattr(agent.agent_info, "prev_rnn_state", None)
-        if self.async_mode:
+        if param_version is not None and param_version >= 0:
+            version = int(param_version)
+        elif self.async_mode:
             version = int(self._published_version[()])
         else:
             version = self.update_counter
@@ -282,10 +292,10 @@ class Impala(PolicyGradientAlgo):
             self.agent.send_shared_memory()
             self._published_version[()] = self.update_counter
         with torch.no_grad():  # one conversion for all diagnostics
-            names = [n for n in ImpalaOptInfo._fields if n not in ("gradNorm", "policyLag")]
+            names = [n for n in ImpalaOptInfo._fields if n not in ("gradNorm", "batchLag")]
             values = torch.stack([terms[n].float() for n in names] + [grad_norm.float()])
             values = dict(zip(names + ["gradNorm"], values.tolist()))
-        values["policyLag"] = float(policy_lag)
+        values["batchLag"] = float(policy_lag)
         return ImpalaOptInfo(**{name: [value] for name, value in values.items()})
 
     def loss(self, batch: ImpalaBatch) -> dict:

@@ -165,13 +165,14 @@ class SamplerLoop:
         for itr in range(start_itr, n_itr):
             control.wait_sampling_credit(itr)
             self.agent.recv_shared_memory()
-            control.sampler_version.value = self.agent.param_version
+            version = control.sampler_version.value = self.agent.param_version
             control.beat()
             self.agent.sample_mode(itr)
             samples_np, traj_infos = self.collect(itr)
             slot = itr % 2
             control.acquire(control.slot_free[slot], beat=True)
             self.double_buffer_np[slot][:] = samples_np  # One copy; the copier does the rest.
+            control.slot_version[slot] = version
             control.sampled.value = itr + 1
             control.slot_filled[slot].release()
             control.beat()

@@ -142,6 +142,8 @@ class AsyncControl:
         self.updates = ctx.RawValue("q", 0)  # The optimizer's gradient steps.
         self.starving = ctx.RawValue("b", 0)  # The optimizer needs data beyond the ratio.
         self.sampler_version = ctx.RawValue("q", -1)  # Parameters the sampler acts with.
+        # Parameters each double-buffer slot's batch was sampled with (read by the copier).
+        self.slot_version = ctx.RawArray("q", [-1, -1])
         self.sampler_wait_s = ctx.RawValue("d", 0.0)  # Sampler time spent held back.
         self.heartbeat = ctx.RawValue("d", time.monotonic())
         self.in_eval = ctx.RawValue("b", 0)
