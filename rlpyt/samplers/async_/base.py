@@ -165,14 +165,16 @@ class SamplerLoop:
         for itr in range(start_itr, n_itr):
             control.wait_sampling_credit(itr)
             self.agent.recv_shared_memory()
-            version = control.sampler_version.value = self.agent.param_version
+            control.sampler_version.value = self.agent.param_version
             control.beat()
             self.agent.sample_mode(itr)
             samples_np, traj_infos = self.collect(itr)
             slot = itr % 2
             control.acquire(control.slot_free[slot], beat=True)
             self.double_buffer_np[slot][:] = samples_np  # One copy; the copier does the rest.
-            control.slot_version[slot] = version
+            # The version the batch acted with (a collect that streams slices, as
+            # AsyncRaySampler's, sets it to its slices' oldest).
+            control.slot_version[slot] = control.sampler_version.value
             control.sampled.value = itr + 1
             control.slot_filled[slot].release()
             control.beat()
