@@ -41,8 +41,11 @@ docs-check: docs
 
 # Tests marked `paper` (a result checked against a published figure at the figure's own
 # budget, minutes of CPU each) are left to `make test-paper` and `make learning`.
+# --dist loadgroup hands tests out one at a time in collection order (the long ones
+# first, tests/conftest.py), so both workers stay busy to the end; the default --dist
+# load sends each worker a large first chunk, and one worker then ran every long test.
 test: lint docs-check
-	$(BIN)/python -m pytest -n $(JOBS) -m "not paper" --durations=30 tests
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadgroup -m "not paper" --durations=30 tests
 
 test-paper: $(STAMP)
 	$(BIN)/python -m pytest -n $(JOBS) -m paper tests
@@ -57,7 +60,7 @@ unit: $(STAMP)
 # Learning tests with their full seed plans (tests/helpers.py: seed_plan); make test runs
 # the quick plans.
 learning: $(STAMP)
-	RLPYT_FULL_SEEDS=1 $(BIN)/python -m pytest -n $(JOBS) -m learning tests
+	RLPYT_FULL_SEEDS=1 $(BIN)/python -m pytest -n $(JOBS) --dist loadgroup -m learning tests
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[bench]"
