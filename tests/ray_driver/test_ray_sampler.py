@@ -314,8 +314,35 @@ def _cli(args, ray_address=None, **popen):
     return subprocess.Popen([sys.executable, "-m", "rlpyt", "train", *args], env=env, **popen)
 
 
-def test_killed_cli_run_on_ray_resumes_from_its_checkpoint(cluster, tmp_path):
+def _wait_for_checkpoint(proc, run_dir, after: int, timeout: float) -> int:
+    """The iteration of the run's first checkpoint past ``after`` (the run must live)."""
     from rlpyt.runners.checkpoint import list_checkpoints
+
+    deadline = time.monotonic() + timeout
+    while True:
+        found = list_checkpoints(str(run_dir))
+        if found and found[-1][0] > after:
+            return found[-1][0]
+        assert proc.poll() is None, proc.stderr.read().decode()[-3000:]
+        assert time.monotonic() < deadline, f"no checkpoint after itr {after} in {timeout} s"
+        time.sleep(0.05)
+
+
+def _resume(run_dir, address):
+    """``rlpyt train --resume`` of a killed run: ``(stdout, progress rows, the
+    iteration of the checkpoint it resumed from)``."""
+    from rlpyt.runners.checkpoint import list_checkpoints
+
+    killed_at = list_checkpoints(str(run_dir))[-1][0]
+    done = _cli(["--resume", str(run_dir)], address, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, text=True)
+    out, err = done.communicate(timeout=300)
+    assert done.returncode == 0, err[-3000:]
+    with open(run_dir / "progress.csv", newline="") as f:
+        return out, list(csv.DictReader(f)), killed_at
+
+
+def test_killed_cli_run_on_ray_resumes_from_its_checkpoint(cluster, tmp_path):
 
     run_dir = tmp_path / "run_0"
     # No --ray-address: Ray's default joins the cluster RAY_ADDRESS names (a sampler
@@ -326,23 +353,13 @@ def test_killed_cli_run_on_ray_resumes_from_its_checkpoint(cluster, tmp_path):
             "--algo.epochs", "2", "--sampler.batch_T", "16", "--sampler.batch_B", "4"]
     proc = _cli(args, cluster.address, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 120
-        while not list_checkpoints(str(run_dir)):
-            assert proc.poll() is None, proc.stderr.read().decode()[-3000:]
-            assert time.monotonic() < deadline, "no checkpoint within 120 s"
-            time.sleep(0.05)
+        _wait_for_checkpoint(proc, run_dir, -1, timeout=120)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     finally:
         proc.kill()
         proc.stderr.close()
-    killed_at = list_checkpoints(str(run_dir))[-1][0]
-    done = _cli(["--resume", str(run_dir)], cluster.address, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, text=True)
-    out, err = done.communicate(timeout=300)
-    assert done.returncode == 0, err[-3000:]
-    with open(run_dir / "progress.csv", newline="") as f:
-        rows = list(csv.DictReader(f))
+    out, rows, killed_at = _resume(run_dir, cluster.address)
     assert f"after iteration {killed_at}" in out and "envs restart from new seeds" in out
     # Rows continue without gaps or duplicates, to the end of the run.
     assert [int(r["CumSteps"]) for r in rows] == [0] + list(range(512, 3072 + 1, 512))
@@ -427,7 +444,6 @@ def test_async_cli_run_on_ray_survives_a_killed_actor_and_resumes(cluster, tmp_p
     replaced and the run goes on (ActorRestarts 1); the run, killed after a later
     checkpoint, resumes from it with its rows continuing and the restart still
     counted; nothing is left running."""
-    from rlpyt.runners.checkpoint import list_checkpoints
 
     run_dir = tmp_path / "run_0"
     n_steps, row = 2048, 512  # 32 batches of 64 steps; 8 updates per batch after 16.
@@ -440,34 +456,18 @@ def test_async_cli_run_on_ray_survives_a_killed_actor_and_resumes(cluster, tmp_p
             "--algo.replay_ratio", "8"]
     proc = _cli(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
-    def wait_for_checkpoint(after: int) -> int:
-        deadline = time.monotonic() + 180
-        while True:
-            found = list_checkpoints(str(run_dir))
-            if found and found[-1][0] > after:
-                return found[-1][0]
-            assert proc.poll() is None, proc.stderr.read().decode()[-3000:]
-            assert time.monotonic() < deadline, f"no checkpoint after itr {after} in 180 s"
-            time.sleep(0.05)
-
     try:
-        first = wait_for_checkpoint(-1)
+        first = _wait_for_checkpoint(proc, run_dir, -1, timeout=180)
         victims = actor_descendants()
         assert len(victims) == 2, victims
         os.kill(victims[0], signal.SIGKILL)
-        wait_for_checkpoint(first + 1)  # Two rows on: the restart is in the checkpoint.
+        _wait_for_checkpoint(proc, run_dir, first + 1, timeout=180)  # Two rows on: the restart is in the checkpoint.
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     finally:
         proc.kill()
         proc.stderr.close()
-    killed_at = list_checkpoints(str(run_dir))[-1][0]
-    done = _cli(["--resume", str(run_dir)], cluster.address, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, text=True)
-    out, err = done.communicate(timeout=300)
-    assert done.returncode == 0, err[-3000:]
-    with open(run_dir / "progress.csv", newline="") as f:
-        rows = list(csv.DictReader(f))
+    out, rows, killed_at = _resume(run_dir, cluster.address)
     assert "Resume: the sampler goes on from batch" in out
     assert [int(r["CumSteps"]) for r in rows] == [0] + list(range(row, n_steps + 1, row))
     restarts = [int(r["ActorRestarts"]) for r in rows]
