@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from rlpyt.agents.pg.categorical import CategoricalPgAgent, RecurrentCategoricalPgAgent
 from rlpyt.algos import losses
 from rlpyt.algos.pg.a2c import A2C
-from rlpyt.algos.pg.impala import Impala, ImpalaOptInfo
+from rlpyt.algos.pg.impala import Impala, ImpalaBatch, ImpalaOptInfo
 from rlpyt.envs.gym import make
 from rlpyt.replays.fifo import BatchFifo
 from rlpyt.samplers.parallel.cpu.collectors import CpuWaitResetCollector
@@ -143,10 +143,49 @@ def test_defaults_match_the_api_contract():
     (dict(rho_bar=0), "rho_bar=0"), (dict(c_bar=-1.0), "c_bar=-1.0"),
     (dict(vtrace_lambda=1.5), "vtrace_lambda=1.5"), (dict(discount=2), "discount=2"),
     (dict(fifo_size=1), "fifo_size=1"), (dict(updates_per_sync=0), "updates_per_sync=0"),
+    (dict(reward_scale=0), "reward_scale=0"), (dict(reward_scale=float("inf")), "inf"),
 ])
 def test_bad_keywords_are_rejected_by_name(kwargs, match):
     with pytest.raises(ValueError, match=match):
         Impala(**kwargs)
+
+
+def random_batch(T: int, B: int, seed: int) -> tuple:
+    """An ``ImpalaBatch`` of random rewards, ends and time-limit truncations (the fields
+    ``vtrace_targets`` reads), with random values and log-ratios."""
+    g = torch.Generator().manual_seed(seed)
+    done = torch.rand(T, B, generator=g) < 0.2
+    timeout = done & (torch.rand(T, B, generator=g) < 0.5)
+    batch = ImpalaBatch(
+        observation=None, prev_action=None, prev_reward=None, action=None,
+        reward=torch.randn(T, B, generator=g), done=done.float(), timeout=timeout.float(),
+        behaviour_dist_info=None, bootstrap_value=torch.randn(B, generator=g),
+        timeout_value=torch.randn(T, B, generator=g), init_rnn_state=None,
+        policy_version=None)
+    return batch, torch.randn(T, B, generator=g), 0.3 * torch.randn(T, B, generator=g)
+
+
+@settings(max_examples=30, deadline=None)
+@given(T=st.integers(1, 12), B=st.integers(1, 4), seed=st.integers(0, 10_000),
+       scale=st.floats(0.01, 10.0))
+def test_reward_scale_puts_targets_and_advantages_in_the_critics_units(T, B, seed, scale):
+    """``reward_scale=c``: the targets are V-trace's on ``c * reward`` with the critic's
+    own bootstrap values; a critic whose values are ``c`` times another's then gets
+    exactly ``c`` times its targets and advantages (the units are consistent)."""
+    batch, value, log_rho = random_batch(T, B, seed)
+    scaled, plain = Impala(reward_scale=scale), Impala()
+    scaled.mid_batch_reset = plain.mid_batch_reset = True  # as initialize() sets it
+    vs, adv, _ = scaled.vtrace_targets(batch, value, log_rho)
+    ref_vs, ref_adv, _ = plain.vtrace_targets(batch._replace(reward=batch.reward * scale),
+                                              value, log_rho)
+    torch.testing.assert_close(vs, ref_vs)
+    torch.testing.assert_close(adv, ref_adv)
+    units = batch._replace(bootstrap_value=batch.bootstrap_value * scale,
+                           timeout_value=batch.timeout_value * scale)
+    vs_c, adv_c, _ = scaled.vtrace_targets(units, value * scale, log_rho)
+    vs_1, adv_1, _ = plain.vtrace_targets(batch, value, log_rho)
+    torch.testing.assert_close(vs_c, scale * vs_1, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(adv_c, scale * adv_1, rtol=1e-5, atol=1e-5)
 
 
 def test_on_policy_impala_takes_a2cs_step():

@@ -50,17 +50,17 @@ def faulty(address: str, log_dir: str) -> None:
 def impala(address: str, log_dir: str, seed: int) -> None:
     from helpers import EndOfRun
 
-    end_of_run = EndOfRun(IMPALA_THRESHOLD, check_end=False)
+    end_of_run = EndOfRun(IMPALA_THRESHOLD)
 
     class StopAtThreshold(AsyncRlEval):
         def should_stop(self) -> bool:
             return end_of_run.should_stop(self.eval_history)
 
-    algo_kwargs = {**PRESETS["impala"].algo_kwargs, "entropy_loss_coeff": 0.0}
     sampler = AsyncRaySampler(EnvCls=make, env_kwargs=dict(id="CartPole-v1"), batch_T=16,
                               batch_B=8, max_decorrelation_steps=0, eval_n_envs=4,
                               eval_max_trajectories=4, n_actors=2, ray_address=address)
-    runner = StopAtThreshold(algo=Impala(**algo_kwargs), agent=CategoricalPgAgent(),
+    runner = StopAtThreshold(algo=Impala(**PRESETS["impala"].algo_kwargs),
+                             agent=CategoricalPgAgent(),
                              sampler=sampler, n_steps=300_000, seed=seed,
                              log_interval_steps=20_000)
     with logger_context(log_dir, seed, "impala", override_prefix=True):
