@@ -8,9 +8,11 @@ for the sampler, then more)."""
 from __future__ import annotations
 
 import _thread
+import signal
 import threading
 import time
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_async_rl import SlowEnv, cartpole_sampler, small_dqn, train
@@ -19,6 +21,16 @@ from rlpyt.runners.async_rl import AsyncRl, AsyncRlEval, EvalItrs
 from rlpyt.samplers.async_.serial_sampler import AsyncSerialSampler
 
 START_DEADLINE_S = 60.0  # Typically 3-6 s on a loaded 2-core machine.
+
+
+@pytest.fixture
+def python_sigint():
+    """Python's own SIGINT handler for the test: ``_thread.interrupt_main`` does nothing
+    where SIGINT is ignored, as in a test run started as a background job (``make test
+    &``), and the run would then go on to the test's timeout."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
 
 
 @given(n_itr=st.integers(1, 60), log_interval_itrs=st.integers(1, 12),
@@ -47,7 +59,7 @@ def test_eval_itrs_of_a_huge_run_take_no_time():
     assert time.process_time() - start < 0.1
 
 
-def test_a_run_of_1e12_env_steps_starts_training(tmp_path):
+def test_a_run_of_1e12_env_steps_starts_training(tmp_path, python_sigint):
     """The CLI's default async DQN set-up (AsyncRlEval, evaluations at log rows) with
     n_steps=1e12 reaches its first gradient steps; then Ctrl-C ends it."""
     algo, agent = small_dqn()
@@ -80,7 +92,8 @@ def test_a_run_of_1e12_env_steps_starts_training(tmp_path):
     assert runner.n_itr == 10 ** 12 // 32
 
 
-def test_ctrl_c_inside_a_long_sampler_batch_stops_within_seconds(tmp_path, leak_check):
+def test_ctrl_c_inside_a_long_sampler_batch_stops_within_seconds(tmp_path, leak_check,
+                                                                 python_sigint):
     algo, agent = small_dqn()
     # One batch: 32 steps of 0.3 s, about 10 s without a look at the stop request.
     sampler = cartpole_sampler(AsyncSerialSampler, EnvCls=SlowEnv, env_kwargs=dict(delay=0.3))
