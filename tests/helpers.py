@@ -152,8 +152,12 @@ def full_plans() -> bool:
     return os.environ.get(FULL_SEEDS_ENV) == "1"
 
 
-# A learning test that repeats another's algorithm and task on another sampler or runner,
-# whose equivalence unit tests already check: run under ``make learning`` only.
-full_plan_only = pytest.mark.skipif(
-    not full_plans(), reason="a repeat of a learning test on another sampler: make learning "
-                             "runs it (RLPYT_FULL_SEEDS=1); CI's time budget")
+def make_learning_only(why: str):
+    """Mark for a learning test that repeats an algorithm and task another learning test
+    in ``make test`` already covers (on another sampler or runner, or with options that
+    unit tests check): it runs under ``make learning`` only; ``why`` says what it repeats."""
+    return pytest.mark.skipif(not full_plans(), reason=f"{why}: make learning runs it "
+                                                       f"(RLPYT_FULL_SEEDS=1); CI's time budget")
+
+
+full_plan_only = make_learning_only("a repeat of a learning test on another sampler")

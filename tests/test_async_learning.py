@@ -24,7 +24,7 @@ import time
 
 import pytest
 import torch
-from helpers import EndOfRun, seed_plan
+from helpers import EndOfRun, make_learning_only, seed_plan
 
 from rlpyt.agents.dqn.dqn_agent import DqnAgent
 from rlpyt.agents.qpg.sac_agent import SacAgent
@@ -101,6 +101,8 @@ def test_async_dqn_learns_cartpole(tmp_path):
 
 
 @pytest.mark.learning
+@make_learning_only("SAC's Pendulum test under AsyncRl (test_qpg_learning.py trains SAC, and "
+                    "test_async_dqn_learns_cartpole AsyncRl's replay path, in make test)")
 def test_async_sac_learns_pendulum(tmp_path):
     """-250 reached and held in 2 of 3 seeds under ``make learning``, 1 of 2 in ``make
     test`` (``helpers.seed_plan``)."""

@@ -28,6 +28,7 @@ import torch
 
 ray = pytest.importorskip("ray")
 
+from helpers import make_learning_only  # noqa: E402
 from ray.cluster_utils import Cluster  # noqa: E402
 from test_parallel_samplers import (  # noqa: E402
     ArgmaxAgent,
@@ -480,6 +481,8 @@ def test_async_cli_run_on_ray_survives_a_killed_actor_and_resumes(cluster, tmp_p
 
 # ---- learning ---------------------------------------------------------------------------------
 @pytest.mark.learning
+@make_learning_only("PPO's CartPole test on RaySampler, whose batches equal SerialSampler's "
+                    "(test_deterministic_policy_batches_equal_serial_sampler)")
 def test_ppo_learns_cartpole_with_3_actors(cluster, tmp_path):
     """The local learning tests' rule and budget (``helpers.EndOfRun``): mean eval return
     >= 475 within 100k steps, and the mean of the last two evaluations >= 427.5 (seed 0,
@@ -509,6 +512,8 @@ def test_ppo_learns_cartpole_with_3_actors(cluster, tmp_path):
 
 @pytest.mark.learning
 @pytest.mark.timeout(1800)  # Up to 3 seeds under make learning.
+@make_learning_only("test_async_learning.py's Impala test on AsyncRaySampler (the stream's "
+                    "slices and versions: test_stream_sends_the_next_slice_ahead...)")
 def test_impala_learns_cartpole_with_async_ray_sampler(cluster, tmp_path):
     """``tests/test_async_learning.py``'s Impala test on 2 Ray actors: a mean eval return
     of 475 within 300k env steps, held (``helpers.EndOfRun``: the mean of the next two
