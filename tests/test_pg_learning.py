@@ -8,7 +8,14 @@ reached the threshold and the mean of its last two evaluations is at least 90% o
 """
 
 import pytest
-from helpers import EndOfRun, k_of_n, make_masked_cartpole, seed_plan, train_until
+from helpers import (
+    EndOfRun,
+    k_of_n,
+    make_learning_only,
+    make_masked_cartpole,
+    seed_plan,
+    train_until,
+)
 
 from rlpyt.agents.pg.categorical import CategoricalPgAgent, RecurrentCategoricalPgAgent
 from rlpyt.algos.pg.a2c import A2C
@@ -74,6 +81,8 @@ def test_impala_cartpole_seeds(tmp_path):
            SOLVED, "Impala")
 
 
+@make_learning_only("PPO (trained in make test by test_ppo_cartpole_seeds) with a recurrent "
+                    "agent; recurrent agents learn masked CartPole in make test via R2D1")
 def test_recurrent_ppo_velocity_masked_cartpole(tmp_path):
     sampler = SerialSampler(EnvCls=make_masked_cartpole, env_kwargs={}, batch_T=32, batch_B=8,
                             CollectorCls=CpuWaitResetCollector, max_decorrelation_steps=0, **EVAL)
