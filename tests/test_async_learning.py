@@ -4,7 +4,7 @@
   2 of 3 seeds (the `dqn` preset's settings; seeds stop once they pass, and no further
   seed runs once the outcome is decided).
 * SAC on Pendulum-v1: -250 within 20k env steps in at least 2 of 3 seeds (the settings
-  of ``examples/sac_pendulum.py``).
+  of ``examples/sac_pendulum.py``; ``make learning`` only).
 * Impala on CartPole-v1: 475 within 300k env steps in at least 2 of 3 seeds (1 of 2 in
   ``make test``), the ``impala`` preset's algorithm.
 * R2D2 (R2D1 with per-actor epsilons under ``AsyncRl``) on velocity-masked CartPole:
@@ -104,8 +104,7 @@ def test_async_dqn_learns_cartpole(tmp_path):
 @make_learning_only("SAC's Pendulum test under AsyncRl (test_qpg_learning.py trains SAC, and "
                     "test_async_dqn_learns_cartpole AsyncRl's replay path, in make test)")
 def test_async_sac_learns_pendulum(tmp_path):
-    """-250 reached and held in 2 of 3 seeds under ``make learning``, 1 of 2 in ``make
-    test`` (``helpers.seed_plan``)."""
+    """-250 reached and held in 2 of 3 seeds (``make learning`` only)."""
     config = load_example("sac_pendulum").CONFIG
 
     def build(seed, RunnerCls):
