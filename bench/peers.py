@@ -110,8 +110,12 @@ def ours_ppo(iterations: int, EnvCls=AtariEnv) -> float:
     algo = PPO(learning_rate=2.5e-4, value_loss_coeff=0.5, entropy_loss_coeff=0.01,
                clip_grad_norm=0.5, gae_lambda=0.95, minibatches=4, epochs=4, ratio_clip=0.1)
     batch = PPO_T * PPO_B
+    # The update has the machine to itself (the workers wait for it in synchronous PPO),
+    # so it takes both cores' threads, as the peers' single-process loops do
+    # (--torch-threads 2); with the default of 1 torch thread one core idled through it.
     runner = MinibatchRl(algo, AtariFfAgent(), sampler, n_steps=iterations * batch, seed=0,
-                         log_interval_steps=batch, affinity=dict(n_workers=2))
+                         log_interval_steps=batch,
+                         affinity=dict(n_workers=2, master_torch_threads=2))
     return rate_between_rows(runner)
 
 
