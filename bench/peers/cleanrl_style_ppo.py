@@ -16,7 +16,6 @@ warm-up iteration excluded), the same window rlpyt's runners are timed over.
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 
@@ -24,20 +23,11 @@ import envpool
 import numpy as np
 import torch
 from nets import AtariNet
+from ppo_args import parse_ppo_args
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--B", type=int, default=8)
-    p.add_argument("--T", type=int, default=128)
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--iterations", type=int, default=5)
-    p.add_argument("--epochs", type=int, default=4)
-    p.add_argument("--minibatches", type=int, default=4)
-    p.add_argument("--torch-threads", type=int, default=2)
-    a = p.parse_args()
-    torch.set_num_threads(a.torch_threads)
-    torch.manual_seed(0)
+    a = parse_ppo_args()
     env = envpool.make_gymnasium("Pong-v5", num_envs=a.B, num_threads=a.threads, seed=0,
                                  img_height=104, img_width=80, episodic_life=True,
                                  use_fire_reset=False, reward_clip=True)

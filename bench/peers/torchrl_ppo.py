@@ -20,11 +20,11 @@ excluded), the window the other PPO rows are timed over.
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 
 import torch
+from ppo_args import parse_ppo_args
 from torchrl.collectors import Collector
 from torchrl.data import LazyTensorStorage, ReplayBuffer, SamplerWithoutReplacement
 from torchrl.objectives import ClipPPOLoss
@@ -35,17 +35,7 @@ DONE_AND_REWARD = [("next", k) for k in ("reward", "done", "terminated", "trunca
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--B", type=int, default=8)
-    p.add_argument("--T", type=int, default=128)
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--iterations", type=int, default=5)
-    p.add_argument("--epochs", type=int, default=4)
-    p.add_argument("--minibatches", type=int, default=4)
-    p.add_argument("--torch-threads", type=int, default=2)
-    a = p.parse_args()
-    torch.set_num_threads(a.torch_threads)
-    torch.manual_seed(0)
+    a = parse_ppo_args()
     env = make_pong(a.B, a.threads, reward_clip=True)
     model = actor_critic(env)
     actor, critic = model.get_policy_operator(), model.get_value_operator()

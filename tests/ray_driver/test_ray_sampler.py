@@ -13,6 +13,7 @@ node-removal tests run last: they shrink the cluster.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
 import signal
@@ -329,6 +330,19 @@ def _wait_for_checkpoint(proc, run_dir, after: int, timeout: float) -> int:
         time.sleep(0.05)
 
 
+@contextlib.contextmanager
+def _sigkilled_after(proc):
+    """Kill the CLI run ``proc`` with SIGKILL once the block is done (as a crash would);
+    whatever happens in the block, the process is gone and its stderr closed after."""
+    try:
+        yield
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    finally:
+        proc.kill()
+        proc.stderr.close()
+
+
 def _resume(run_dir, address):
     """``rlpyt train --resume`` of a killed run: ``(stdout, progress rows, the
     iteration of the checkpoint it resumed from)``."""
@@ -353,13 +367,8 @@ def test_killed_cli_run_on_ray_resumes_from_its_checkpoint(cluster, tmp_path):
             "--runner.log_interval_steps", "512", "--runner.checkpoint_interval_steps", "256",
             "--algo.epochs", "2", "--sampler.batch_T", "16", "--sampler.batch_B", "4"]
     proc = _cli(args, cluster.address, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
+    with _sigkilled_after(proc):
         _wait_for_checkpoint(proc, run_dir, -1, timeout=120)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-    finally:
-        proc.kill()
-        proc.stderr.close()
     out, rows, killed_at = _resume(run_dir, cluster.address)
     assert f"after iteration {killed_at}" in out and "envs restart from new seeds" in out
     # Rows continue without gaps or duplicates, to the end of the run.
@@ -457,17 +466,12 @@ def test_async_cli_run_on_ray_survives_a_killed_actor_and_resumes(cluster, tmp_p
             "--algo.replay_ratio", "8"]
     proc = _cli(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
-    try:
+    with _sigkilled_after(proc):
         first = _wait_for_checkpoint(proc, run_dir, -1, timeout=180)
         victims = actor_descendants()
         assert len(victims) == 2, victims
         os.kill(victims[0], signal.SIGKILL)
         _wait_for_checkpoint(proc, run_dir, first + 1, timeout=180)  # Two rows on: the restart is in the checkpoint.
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-    finally:
-        proc.kill()
-        proc.stderr.close()
     out, rows, killed_at = _resume(run_dir, cluster.address)
     assert "Resume: the sampler goes on from batch" in out
     assert [int(r["CumSteps"]) for r in rows] == [0] + list(range(row, n_steps + 1, row))

@@ -79,8 +79,7 @@ class EpsilonGreedyAgentMixin:
 
     def initialize(self, env_spaces, share_memory=False, global_B=1, env_ranks=None):
         super().initialize(env_spaces, share_memory, global_B=global_B, env_ranks=env_ranks)
-        self._eps_final_envs = self.final_epsilons(self.global_B, self.env_ranks)
-        self._applied_epsilon_key = None
+        self._take_env_epsilons()
 
     def collector_initialize(self, global_B: int = 1, env_ranks=None) -> None:
         """This copy of the agent steps only the envs ``env_ranks`` (of ``global_B``), as a
@@ -88,6 +87,10 @@ class EpsilonGreedyAgentMixin:
         the next ``sample_mode``)."""
         self.global_B = int(global_B)
         self.env_ranks = list(range(self.global_B)) if env_ranks is None else list(env_ranks)
+        self._take_env_epsilons()
+
+    def _take_env_epsilons(self) -> None:
+        """The final epsilons of ``self.env_ranks``, applied at the next ``sample_mode``."""
         self._eps_final_envs = self.final_epsilons(self.global_B, self.env_ranks)
         self._applied_epsilon_key = None
 
