@@ -9,6 +9,7 @@ class defaults, so the same command measures a library default and a fix:
     python bench/final_returns.py --algo impala --seeds 0 1 2 3 4
     python bench/final_returns.py --algo impala --algo-kwargs '{"learning_rate": 3e-4}'
     python bench/final_returns.py --algo r2d1 --preset --seeds 0 1 2
+    python bench/final_returns.py --algo r2d1 --preset --mask-velocity --threshold 400
 
 ``--preset`` starts from the ``rlpyt train`` preset's algorithm, agent and sampler
 settings instead of the class defaults (``--algo-kwargs`` and ``--agent-kwargs`` then
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import io
 import json
 import multiprocessing as mp
@@ -34,6 +36,16 @@ if str(ROOT) not in sys.path:
 from rlpyt.cli.presets import PRESETS, import_path  # noqa: E402
 
 EVAL = dict(eval_n_envs=5, eval_max_trajectories=5)
+
+
+def masked_env_maker():
+    """``make_masked_cartpole`` of ``examples/r2d1_masked_cartpole.py``: CartPole-v1 with
+    the velocities zeroed, the task of the recurrent learning tests."""
+    spec = importlib.util.spec_from_file_location(
+        "r2d1_masked_cartpole", ROOT / "examples" / "r2d1_masked_cartpole.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.make_masked_cartpole
 
 
 def train_seed(job: dict) -> dict:
@@ -61,7 +73,11 @@ def train_seed(job: dict) -> dict:
     asynchronous = job["runner"] == "async"
     SamplerCls = AsyncSerialSampler if asynchronous else SerialSampler
     RunnerCls = AsyncRlEval if asynchronous else MinibatchRlEval
-    sampler = SamplerCls(EnvCls=make, env_kwargs=dict(id=job["env"]), **sampler_kwargs)
+    if job["mask_velocity"]:
+        EnvCls, env_kwargs = masked_env_maker(), {}
+    else:
+        EnvCls, env_kwargs = make, dict(id=job["env"])
+    sampler = SamplerCls(EnvCls=EnvCls, env_kwargs=env_kwargs, **sampler_kwargs)
     runner = RunnerCls(algo=AlgoCls(**algo_kwargs), agent=AgentCls(**agent_kwargs),
                              sampler=sampler, n_steps=job["n_steps"], seed=job["seed"],
                              log_interval_steps=job["log_interval"])
@@ -85,6 +101,9 @@ def main() -> None:
     p.add_argument("--algo-kwargs", default="{}", help="JSON overrides of the algorithm")
     p.add_argument("--agent-kwargs", default="{}", help="JSON overrides of the agent")
     p.add_argument("--env", default="CartPole-v1")
+    p.add_argument("--mask-velocity", action="store_true",
+                   help="CartPole-v1 with its velocities zeroed (the recurrent tests' task; "
+                        "--env is then ignored)")
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     p.add_argument("--n-steps", type=int, default=300_000)
     p.add_argument("--log-interval", type=int, default=20_000)
@@ -104,7 +123,7 @@ def main() -> None:
     args = p.parse_args()
     jobs = [dict(algo=args.algo, preset=args.preset, algo_kwargs=json.loads(args.algo_kwargs),
                  agent_kwargs=json.loads(args.agent_kwargs),
-                 env=args.env, seed=seed, n_steps=args.n_steps, log_interval=args.log_interval,
+                 env=args.env, mask_velocity=args.mask_velocity, seed=seed, n_steps=args.n_steps, log_interval=args.log_interval,
                  batch_T=args.batch_T, batch_B=args.batch_B,
                  log_dir=args.log_dir, runner=args.runner) for seed in args.seeds]
     if args.runner == "async":  # A pool's daemonic workers may not start processes.
@@ -116,7 +135,8 @@ def main() -> None:
     print(f"{args.algo} ({args.runner}) {'preset' if args.preset else 'defaults'} + "
           f"{args.algo_kwargs} "
           f"(agent + {args.agent_kwargs}) on "
-          f"{args.env}, {args.n_steps} steps, eval every {args.log_interval}")
+          f"{'velocity-masked CartPole-v1' if args.mask_velocity else args.env}, "
+          f"{args.n_steps} steps, eval every {args.log_interval}")
     for r in results:
         returns = [ret for _, ret in r["history"]]
         final = sum(returns[-args.last:]) / len(returns[-args.last:])

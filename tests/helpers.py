@@ -45,10 +45,6 @@ class EndOfRun:
     threshold: float
     evals: int = 2
     fraction: float = 0.9
-    # False where a test's docstring states (with figures) that its algorithm does not
-    # yet hold the bar: the seed then ends at its first crossing and passes on reaching
-    # the threshold; the final evaluations are still reported.
-    check_end: bool = True
 
     @property
     def bar(self) -> float:
@@ -61,8 +57,7 @@ class EndOfRun:
     def should_stop(self, history) -> bool:
         """Whether the run has ended: ``evals`` evaluations after the first crossing."""
         first = self.reached_at(history)
-        after = self.evals if self.check_end else 0
-        return first is not None and len(history) - 1 - first >= after
+        return first is not None and len(history) - 1 - first >= self.evals
 
     def judge(self, history) -> dict:
         """``reached_at`` (steps), ``best``, ``final`` (mean of the last ``evals``
@@ -73,7 +68,7 @@ class EndOfRun:
         return dict(reached_at=None if first is None else history[first][0],
                     best=max(returns, default=float("nan")),
                     final=final if returns else float("nan"),
-                    passed=first is not None and (final >= self.bar or not self.check_end))
+                    passed=first is not None and final >= self.bar)
 
     def describe(self, name: str, seed, history) -> str:
         v = self.judge(history)

@@ -8,7 +8,7 @@
 * Impala on CartPole-v1: 475 within 300k env steps in at least 2 of 3 seeds (1 of 2 in
   ``make test``), the ``impala`` preset's algorithm.
 * R2D2 (R2D1 with per-actor epsilons under ``AsyncRl``) on velocity-masked CartPole:
-  400 within 300k env steps (``examples/r2d2_masked_cartpole.py``).
+  400 within 300k env steps in 1 of 2 seeds (``examples/r2d2_masked_cartpole.py``).
 
 A seed passes when it reaches its threshold and the mean of its last two evaluations
 is at least 90% of it (for Pendulum's negative threshold, within 10% below it:
@@ -54,12 +54,11 @@ def stop_at(end_of_run: EndOfRun):
     return StopAtThreshold
 
 
-def run_seeds(build, seeds, needed: int, threshold: float, tmp_path, name: str,
-              check_end: bool = True) -> None:
+def run_seeds(build, seeds, needed: int, threshold: float, tmp_path, name: str) -> None:
     """Train seeds until the outcome is decided; assert ``needed`` of them pass
-    (``check_end=False``: the caller's docstring says why the end is not judged)."""
+    ``helpers.EndOfRun``."""
     torch.set_num_threads(1)
-    end_of_run = EndOfRun(threshold, check_end=check_end)
+    end_of_run = EndOfRun(threshold)
     passes = failures = 0
     lines = []
     for seed in seeds:
@@ -121,16 +120,17 @@ def test_async_sac_learns_pendulum(tmp_path):
 
 @pytest.mark.learning
 def test_r2d2_learns_masked_cartpole(tmp_path):
+    """Reaches 400 and holds it (mean of the next two evaluations >= 360) in 1 of 2 seeds
+    (``examples/r2d2_masked_cartpole.py``: 5-step targets copied every 25 updates, as the
+    ``r2d1`` preset).  With 3-step targets copied every 100 updates seed 0 of the CI run
+    of 2026-11-25 reached 402 and then averaged 298; with these (2026-11-27, 300k-step
+    budget) seeds 0-2 (docs/benchmarks.md, "R2D1 on CartPole: the values' horizon")."""
     example = load_example("r2d2_masked_cartpole")
 
     def build(seed, RunnerCls):
         return example.build_runner(seed, n_steps=300_000, workers=0, RunnerCls=RunnerCls)
 
-    # The end is not judged yet: in the CI run of 2026-11-25 the seed reached 402 at 89k
-    # steps and its last two evaluations averaged 298 against the 360 bar
-    # (docs/benchmarks.md, "End of run").
-    run_seeds(build, seeds=[0], needed=1, threshold=400, tmp_path=tmp_path, name="r2d2",
-              check_end=False)
+    run_seeds(build, seeds=[0, 1], needed=1, threshold=400, tmp_path=tmp_path, name="r2d2")
 
 
 @pytest.mark.learning

@@ -10,7 +10,7 @@ from collections import namedtuple
 import numpy as np
 import pytest
 import torch
-from helpers import EndOfRun, make_masked_cartpole, train_until
+from helpers import EndOfRun, k_of_n, make_learning_only, make_masked_cartpole, train_until
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,6 +21,7 @@ from rlpyt.algos.dqn.r2d1_replay import (
     R2d1PrioritizedSequenceReplayFrameBuffer,
     first_end_is_timeout,
 )
+from rlpyt.cli.presets import PRESETS
 from rlpyt.envs.atari.atari_env import AtariEnv
 from rlpyt.envs.base import EnvSpaces
 from rlpyt.models.dqn.atari_r2d1_model import AtariR2d1Model
@@ -633,28 +634,33 @@ def test_atari_r2d1_smoke(run_dir):
     assert all(torch.isfinite(p).all() for p in agent.model.parameters())
 
 
-# Seeds 0, 1, 2 reached 400 at about 120k, 210k and 100k env steps; CI runs one.
-LEARNING_SEEDS = [0]
-
-
 @pytest.mark.learning
-@pytest.mark.parametrize("seed", LEARNING_SEEDS)
-def test_r2d1_learns_masked_cartpole(seed, run_dir):
-    """R2D1 with the default recurrent model balances velocity-masked CartPole (needs memory):
-    400 within 300k steps, and a mean of at least 360 over the two evaluations after."""
+@make_learning_only("R2D1 on masked CartPole (test_async_learning.py's R2D2 test trains the "
+                    "same algorithm and settings on that task under AsyncRl in make test, "
+                    "and the unit tests above its sequence replay and loss)")
+def test_r2d1_learns_masked_cartpole(tmp_path):
+    """R2D1 with the default recurrent model and the ``r2d1`` preset's algorithm balances
+    velocity-masked CartPole (needs memory): 400 within 300k steps and a mean of at
+    least 360 over the two evaluations after, in 2 of 3 seeds (``make learning`` only:
+    a seed takes 110k-240k steps, 2-3 minutes of CI).
+
+    The preset's 5-step targets copied every 25 updates let the values see about 500
+    steps ahead.  Before, with 3-step targets copied every 100 updates (72 steps by
+    200k), seed 0 of the CI run of 2026-11-25 reached 400 and ended at 327; at the
+    budget's end (2026-11-27, 300k steps) 1 of 3 seeds held 360, now 3 of 3 (455-500;
+    docs/benchmarks.md, "R2D1 on CartPole: the values' horizon")."""
     torch.set_num_threads(1)
-    sampler = SerialSampler(EnvCls=make_masked_cartpole, env_kwargs={}, batch_T=20, batch_B=16,
-                            max_decorrelation_steps=0, eval_n_envs=4, eval_max_trajectories=8)
-    algo = R2D1(discount=0.99, batch_T=20, batch_B=32, warmup_T=10, store_rnn_state_interval=10,
-                n_step_return=3, min_steps_learn=5000, replay_size=50_000, replay_ratio=8,
-                target_update_interval=100, eps_steps=30_000, learning_rate=1e-3)
-    start = time.time()
-    # The end is not judged yet: in the CI run of 2026-11-25 seed 0 reached 400 at 119k
-    # steps and its last two evaluations averaged 327 against the 360 bar
-    # (docs/benchmarks.md, "End of run").
-    end_of_run = EndOfRun(400, check_end=False)
-    summary = train_until(algo, R2d1Agent(), sampler, n_steps=300_000, seed=seed,
-                          end_of_run=end_of_run, log_dir=run_dir, log_interval_steps=10_000)
-    line = end_of_run.describe("R2D1 masked CartPole", seed, summary["eval_history"])
-    print(f"{line}; {time.time() - start:.0f} s")
-    assert summary["passed"], line
+    end_of_run = EndOfRun(400)
+
+    def train_seed(seed: int) -> list:
+        sampler = SerialSampler(EnvCls=make_masked_cartpole, env_kwargs={}, batch_T=20,
+                                batch_B=16, max_decorrelation_steps=0, eval_n_envs=4,
+                                eval_max_trajectories=8)
+        start = time.time()
+        summary = train_until(R2D1(**PRESETS["r2d1"].algo_kwargs), R2d1Agent(), sampler,
+                              n_steps=300_000, seed=seed, end_of_run=end_of_run,
+                              log_dir=tmp_path / str(seed), log_interval_steps=10_000)
+        print(f"R2D1 masked CartPole seed {seed}: {time.time() - start:.0f} s", flush=True)
+        return summary["eval_history"]
+
+    k_of_n(train_seed, range(3), 2, end_of_run, "R2D1 masked CartPole")

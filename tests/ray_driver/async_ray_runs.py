@@ -70,7 +70,8 @@ def impala(address: str, log_dir: str, seed: int) -> None:
 
 def r2d2(address: str, log_dir: str, seed: int) -> None:
     """``examples/r2d2_masked_cartpole.py`` on 2 Ray actors, stopped by
-    ``helpers.EndOfRun`` at ``tests/test_async_learning.py``'s R2D2 threshold (400).  The
+    ``helpers.EndOfRun`` two evaluations after ``tests/test_async_learning.py``'s R2D2
+    threshold (400).  The
     example is loaded by path and not registered as a module, so Ray pickles its env
     class by value for the actors."""
     import importlib.util
@@ -82,7 +83,7 @@ def r2d2(address: str, log_dir: str, seed: int) -> None:
     spec = importlib.util.spec_from_file_location("r2d2_masked_cartpole_example", path)
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)
-    end_of_run = EndOfRun(R2D2_THRESHOLD, check_end=False)
+    end_of_run = EndOfRun(R2D2_THRESHOLD)
 
     class StopAtThreshold(AsyncRlEval):
         def should_stop(self) -> bool:
