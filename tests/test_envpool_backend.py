@@ -36,6 +36,7 @@ from rlpyt.envs.vec import EnvPoolAtariEnv  # noqa: E402
 from rlpyt.samplers.parallel.control import WorkerError  # noqa: E402
 from rlpyt.samplers.parallel.cpu.sampler import CpuSampler  # noqa: E402
 from rlpyt.samplers.parallel.gpu.sampler import GpuSampler  # noqa: E402
+from rlpyt.samplers.serial.sampler import SerialSampler  # noqa: E402
 from rlpyt.utils.seed import env_seeds  # noqa: E402
 
 SEED, B = 5, 4
@@ -54,6 +55,20 @@ def test_spaces_match_atari_env():
             assert pool.horizon == ours.horizon == 27000
         finally:
             pool.close()
+
+
+def test_a_step_without_one_action_per_sub_env_is_refused():
+    """EnvPool reads ``num_envs`` actions from whatever array it gets; the adapter
+    checks the shape first, so a wrong one is an error, not a crash."""
+    env = EnvPoolAtariEnv("pong", num_envs=2)
+    try:
+        env.reset()
+        for actions in (np.int64(0), np.zeros(1, dtype=np.int64), np.zeros(3, dtype=np.int64)):
+            with pytest.raises(ValueError, match=r"num_envs=2; expected one per sub-env"):
+                env.step(actions)
+        env.step(np.zeros(2, dtype=np.int64))
+    finally:
+        env.close()
 
 
 def test_bad_keywords_are_named():
@@ -124,12 +139,15 @@ def _make_sampler(SamplerCls, EnvCls=EnvPoolAtariEnv, **env_kwargs):
                       batch_B=B, max_decorrelation_steps=0, TrajInfoCls=AtariTrajInfo)
 
 
-@pytest.mark.parametrize("SamplerCls", [CpuSampler, GpuSampler])
+@pytest.mark.parametrize("SamplerCls", [SerialSampler, CpuSampler, GpuSampler])
 @pytest.mark.usefixtures("leak_check")
 def test_sampler_batches_follow_atari_reset_rules(SamplerCls):
+    """Also on ``SerialSampler``, which steps one pool of ``batch_B`` sub-envs (before,
+    it built one single-env pool per env and stepped it with a scalar action, which
+    EnvPool's C++ read past: a segmentation fault)."""
     sampler = _make_sampler(SamplerCls, horizon=12)
-    sampler.initialize(AtariFfAgent(), affinity=dict(n_workers=2), seed=SEED,
-                       bootstrap_value=True)
+    affinity = None if SamplerCls is SerialSampler else dict(n_workers=2)
+    sampler.initialize(AtariFfAgent(), affinity=affinity, seed=SEED, bootstrap_value=True)
     infos, ends = [], 0
     try:
         for itr in range(3):

@@ -190,11 +190,13 @@ def test_alternating_agent_on_non_alternating_samplers():
 
 
 def test_vectorised_env_backend_equals_serial():
-    """GymVecEnv in the workers (one call per worker and step) gives the serial batches."""
+    """GymVecEnv in the workers (one call per worker and step), or in the serial sampler
+    (one env of batch_B sub-envs), gives the serial batches of single envs."""
     expected = collect(SerialSampler, ArgmaxAgent, CpuResetCollector, False,
                        max_decorrelation_steps=0)
     for SamplerCls, CollectorCls in ((GpuSampler, GpuResetCollector),
-                                     (CpuSampler, CpuResetCollector)):
+                                     (CpuSampler, CpuResetCollector),
+                                     (SerialSampler, CpuResetCollector)):
         got = collect(SamplerCls, ArgmaxAgent, CollectorCls, False, EnvCls=GymVecEnv,
                       max_decorrelation_steps=0)
         assert_same_batches(expected, got)
@@ -249,9 +251,11 @@ def test_envpool_backend():
     assert all(1 <= info.Length <= 12 for info in traj_infos)
 
 
-def test_vectorised_env_rejects_wait_reset():
-    with pytest.raises(TypeError, match="CollectorCls=CpuResetCollector"):
-        CpuSampler(EnvCls=GymVecEnv, env_kwargs=dict(id="CartPole-v1"), batch_T=2, batch_B=2,
+@pytest.mark.parametrize("SamplerCls", [CpuSampler, SerialSampler])
+def test_vectorised_env_rejects_wait_reset(SamplerCls):
+    with pytest.raises(TypeError, match=f"{SamplerCls.__name__}: a vectorised EnvCls "
+                                        r"\(GymVecEnv\).*CollectorCls=CpuResetCollector"):
+        SamplerCls(EnvCls=GymVecEnv, env_kwargs=dict(id="CartPole-v1"), batch_T=2, batch_B=2,
                    CollectorCls=CpuWaitResetCollector)
 
 

@@ -129,6 +129,13 @@ class VecEnvAdapter:
     def step(self, actions) -> VecEnvStep:
         """Step every sub-env once; finished sub-envs are reset in the same call."""
         actions = np.asarray(actions)
+        if actions.ndim == 0 or actions.shape[0] != self.num_envs:
+            # A C++ backend (EnvPool) reads num_envs actions from whatever it is given.
+            raise ValueError(
+                f"{type(self).__name__}.step: actions of shape {list(actions.shape)} for "
+                f"num_envs={self.num_envs}; expected one per sub-env, [num_envs, ...] (a "
+                f"sampler steps a vectorised env only through CpuVecResetCollector or a "
+                f"SingleEnvView)")
         if self._act_dtype is not None and actions.dtype != self._act_dtype:
             actions = actions.astype(self._act_dtype)
         obs, reward, terminated, truncated, info = self.vector_env.step(actions)

@@ -18,11 +18,12 @@ from rlpyt.samplers.parallel.cpu.collectors import (
     CpuResetCollector,
     CpuVecResetCollector,
     CpuWaitResetCollector,
+    collector_for_env,
 )
 from rlpyt.samplers.parallel.eval import EvalSchedule, finish_evaluation, hard_step_limit
 from rlpyt.samplers.parallel.eval_events import EvalEvents
 from rlpyt.samplers.parallel.gpu.action_server import slice_samples
-from rlpyt.samplers.parallel.vec_stepping import is_vec_env_cls, make_example_env
+from rlpyt.samplers.parallel.vec_stepping import make_example_env
 from rlpyt.samplers.ray_.actor import batch_leaves
 from rlpyt.samplers.ray_.group import (
     ActorError,
@@ -136,13 +137,7 @@ class RaySampler(BaseSampler):
         if not issubclass(self.eval_CollectorCls, CpuEvalCollector):
             raise TypeError(f"RaySampler: eval_CollectorCls={self.eval_CollectorCls.__name__}"
                             f" must be CpuEvalCollector or a subclass")
-        if is_vec_env_cls(self.EnvCls):
-            if issubclass(self.CollectorCls, CpuWaitResetCollector):
-                raise TypeError(
-                    f"RaySampler: a vectorised EnvCls ({self.EnvCls.__name__}) resets finished "
-                    "sub-envs inside its step call; use CollectorCls=CpuResetCollector")
-            if self.CollectorCls is CpuResetCollector:
-                self.CollectorCls = CpuVecResetCollector
+        self.CollectorCls = collector_for_env(self.EnvCls, self.CollectorCls, "RaySampler")
 
     # ---- set-up ----------------------------------------------------------------------------
     def initialize(self, agent, affinity=None, seed=None, bootstrap_value=False,

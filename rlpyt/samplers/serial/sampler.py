@@ -6,7 +6,8 @@ import functools
 
 from rlpyt.samplers.base import BaseSampler
 from rlpyt.samplers.buffer import build_samples_buffer
-from rlpyt.samplers.parallel.cpu.collectors import CpuResetCollector
+from rlpyt.samplers.parallel.cpu.collectors import CpuResetCollector, collector_for_env
+from rlpyt.samplers.parallel.vec_stepping import make_envs, make_example_env
 from rlpyt.samplers.serial.collectors import SerialEvalCollector
 from rlpyt.utils.seed import env_seeds, make_seed
 
@@ -20,12 +21,18 @@ class SerialSampler(BaseSampler):
     ``eval_CollectorCls=SerialEvalCollector``.  Env ``i`` (global rank) is seeded with
     ``env_seeds(seed, global_B)[i]``, exactly as in the parallel samplers, so the
     same seed gives the same batches on any sampler.
+
+    A vectorised ``EnvCls`` (``rlpyt.envs.vec``: ``EnvPoolAtariEnv``, ``GymVecEnv``, ...)
+    is built once with ``num_envs=batch_B`` and stepped with one call per time step
+    (``CpuResetCollector`` becomes ``CpuVecResetCollector``); evaluation steps
+    ``num_envs=1`` copies one by one.
     """
 
     def __init__(self, *args, CollectorCls=CpuResetCollector,
                  eval_CollectorCls=SerialEvalCollector, **kwargs):
         super().__init__(*args, CollectorCls=CollectorCls,
                          eval_CollectorCls=eval_CollectorCls, **kwargs)
+        self.CollectorCls = collector_for_env(self.EnvCls, self.CollectorCls, "SerialSampler")
         self.envs, self.eval_envs = [], []
 
     def initialize(
@@ -44,12 +51,10 @@ class SerialSampler(BaseSampler):
         seed = make_seed() if seed is None else int(seed)
         all_seeds = env_seeds(seed, global_B + 1 + self.eval_n_envs * world_size)
         seeds = [all_seeds[r] for r in env_ranks]
-        self.envs = [self.EnvCls(**self.env_kwargs) for _ in range(B)]
-        for env, s in zip(self.envs, seeds):
-            env.seed(s)
-        agent.initialize(self.envs[0].spaces, share_memory=False, global_B=global_B,
+        self.envs = make_envs(self.EnvCls, self.env_kwargs, seeds)
+        example_env = make_example_env(self.EnvCls, self.env_kwargs)
+        agent.initialize(example_env.spaces, share_memory=False, global_B=global_B,
                          env_ranks=env_ranks)
-        example_env = self.EnvCls(**self.env_kwargs)
         example_env.seed(all_seeds[global_B])
         samples_pyt, samples_np, examples = build_samples_buffer(
             agent, example_env, self.batch_spec, bootstrap_value,
@@ -63,10 +68,10 @@ class SerialSampler(BaseSampler):
             env_seeds=seeds,
         )
         if self.eval_n_envs > 0:
-            self.eval_envs = [self.EnvCls(**self.eval_env_kwargs) for _ in range(self.eval_n_envs)]
             eval_offset = global_B + 1 + rank * self.eval_n_envs
-            for i, env in enumerate(self.eval_envs):
-                env.seed(all_seeds[eval_offset + i])
+            self.eval_envs = make_envs(
+                self.EnvCls, self.eval_env_kwargs,
+                all_seeds[eval_offset:eval_offset + self.eval_n_envs], vectorize=False)
             self.eval_collector = self.eval_CollectorCls(
                 envs=self.eval_envs, agent=agent, TrajInfoCls=TrajInfoCls,
                 max_steps=self.eval_max_steps, max_trajectories=self.eval_max_trajectories,

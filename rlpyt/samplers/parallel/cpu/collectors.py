@@ -14,7 +14,7 @@ from rlpyt.samplers.collectors import (
 )
 from rlpyt.samplers.eval import EvalCollector
 from rlpyt.samplers.parallel.eval import EvalEnvGroup, EvalSchedule, run_worker_evaluation
-from rlpyt.samplers.parallel.vec_stepping import VecEnvStepper
+from rlpyt.samplers.parallel.vec_stepping import VecEnvStepper, is_vec_env_cls
 from rlpyt.utils.buffer import buffer_from_example, numpify_buffer, torchify_buffer
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "CpuResetCollector",
     "CpuVecResetCollector",
     "CpuWaitResetCollector",
+    "collector_for_env",
 ]
 
 
@@ -211,3 +212,21 @@ class CpuVecResetCollector(BaseCollector):
         value = numpify_buffer(self.agent.value(*torchify_buffer(inputs)))
         self.samples_np.agent.timeout_value[t, truncated] = value[truncated]
         self.timeout[:] = False
+
+
+def collector_for_env(EnvCls, CollectorCls: type, sampler: str) -> type:
+    """The collector class ``sampler`` (its name, for errors) uses with ``EnvCls``.
+
+    A vectorised ``EnvCls`` (``rlpyt.envs.vec``) resets finished sub-envs inside its
+    step call: ``CpuResetCollector`` becomes ``CpuVecResetCollector`` (one env call per
+    time step), and a wait-reset collector is refused.  Other env classes keep
+    ``CollectorCls``.
+    """
+    if not is_vec_env_cls(EnvCls):
+        return CollectorCls
+    if issubclass(CollectorCls, CpuWaitResetCollector):
+        raise TypeError(
+            f"{sampler}: a vectorised EnvCls ({EnvCls.__name__}) resets finished sub-envs "
+            "inside its step call, so it cannot wait for the batch end; use "
+            "CollectorCls=CpuResetCollector")
+    return CpuVecResetCollector if CollectorCls is CpuResetCollector else CollectorCls

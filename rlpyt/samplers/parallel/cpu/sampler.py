@@ -7,10 +7,8 @@ from rlpyt.samplers.parallel.control import Command
 from rlpyt.samplers.parallel.cpu.collectors import (
     CpuEvalCollector,
     CpuResetCollector,
-    CpuVecResetCollector,
-    CpuWaitResetCollector,
+    collector_for_env,
 )
-from rlpyt.samplers.parallel.vec_stepping import is_vec_env_cls
 
 __all__ = ["CpuSampler"]
 
@@ -55,14 +53,7 @@ class CpuSampler(ParallelSamplerBase):
             raise TypeError(f"CpuSampler: CollectorCls={self.CollectorCls.__name__} needs a "
                             "master that selects actions; use GpuSampler, or CpuResetCollector "
                             "/ CpuWaitResetCollector")
-        if is_vec_env_cls(self.EnvCls):
-            if issubclass(self.CollectorCls, CpuWaitResetCollector):
-                raise TypeError(
-                    f"CpuSampler: a vectorised EnvCls ({self.EnvCls.__name__}) resets finished "
-                    "sub-envs inside its step call, so it cannot wait for the batch end; use "
-                    "CollectorCls=CpuResetCollector")
-            if self.CollectorCls is CpuResetCollector:
-                self.CollectorCls = CpuVecResetCollector
+        self.CollectorCls = collector_for_env(self.EnvCls, self.CollectorCls, "CpuSampler")
 
     def _publish_parameters(self) -> None:
         """Copy the training model into the workers' shared model (a no-op when they are
