@@ -3,7 +3,8 @@ CNN choosing them (one forward pass on the whole batch per step, in this process
 
 EnvPool is configured like rlpyt's ``AtariEnv``: frame skip 4, 4 stacked 104x80
 grayscale frames, episodic lives, 30 no-op starts.  Prints
-``PEER_RESULT {"steps_per_s": ...}`` (agent steps, each 4 emulator frames).
+``PEER_RESULT {"steps_per_s": ..., "cpu_s": ...}`` (agent steps, each 4 emulator
+frames; ``cpu_s`` is the process CPU over the timed loop).
 
     python envpool_loop.py --B 16 --threads 2 --steps 6400 --agent random
 """
@@ -48,11 +49,13 @@ def main():
     for _ in range(20):  # Warm-up.
         obs, *_ = env.step(act(obs))
     n = max(1, a.steps // a.B)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for _ in range(n):
         obs, *_ = env.step(act(obs))
-    wall = time.perf_counter() - t0
-    print("PEER_RESULT " + json.dumps(dict(steps_per_s=n * a.B / wall, wall_s=wall)))
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    # cpu_s: this process's CPU over the loop, EnvPool's threads included.
+    print("PEER_RESULT " + json.dumps(dict(steps_per_s=n * a.B / wall, wall_s=wall, cpu_s=cpu,
+                                           steps=n * a.B)))
 
 
 if __name__ == "__main__":
