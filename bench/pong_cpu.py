@@ -35,20 +35,22 @@ for path in (ROOT, ROOT / "bench"):
         sys.path.insert(0, str(path))
 
 import numpy as np  # noqa: E402
+import peers  # noqa: E402
 import torch  # noqa: E402
 from atari_env import RawAle  # noqa: E402
 from samplers import RandomAgent  # noqa: E402
 
-import peers  # noqa: E402
 from rlpyt.envs.atari.atari_env import AtariEnv  # noqa: E402
 from rlpyt.samplers.serial.sampler import SerialSampler  # noqa: E402
 
 B, T = 8, 20
 
 
-class RawAleLoop:
-    def __init__(self):
-        self.envs = [RawAle("pong", grab_screen=True) for _ in range(B)]
+class EnvLoop:
+    """Steps ``B`` envs in a plain loop; ``step(env, action)`` steps one."""
+
+    def __init__(self, envs: list, step):
+        self.envs, self.step = envs, step
         self.rng = np.random.default_rng(0)
 
     def cpu_per_1000(self, steps: int) -> float:
@@ -56,25 +58,25 @@ class RawAleLoop:
         start = time.process_time()
         for row in actions:
             for env, a in zip(self.envs, row):
-                env.play([a])
+                self.step(env, a)
         return (time.process_time() - start) * 1000 / steps
 
 
-class AtariEnvLoop:
-    def __init__(self):
-        self.envs = [AtariEnv(game="pong", seed=i) for i in range(B)]
-        for env in self.envs:
+def raw_ale_loop() -> EnvLoop:
+    return EnvLoop([RawAle("pong", grab_screen=True) for _ in range(B)],
+                   lambda env, a: env.play([a]))
+
+
+def atari_env_loop() -> EnvLoop:
+    envs = [AtariEnv(game="pong", seed=i) for i in range(B)]
+    for env in envs:
+        env.reset()
+
+    def step(env, a):
+        if env.step(a).done:
             env.reset()
-        self.rng = np.random.default_rng(0)
 
-    def cpu_per_1000(self, steps: int) -> float:
-        actions = self.rng.integers(0, 6, size=(steps // B, B))
-        start = time.process_time()
-        for row in actions:
-            for env, a in zip(self.envs, row):
-                if env.step(a).done:
-                    env.reset()
-        return (time.process_time() - start) * 1000 / steps
+    return EnvLoop(envs, step)
 
 
 class SamplerLoop:
@@ -107,7 +109,7 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=4000, help="agent steps per measurement")
     args = p.parse_args()
     torch.set_num_threads(1)
-    contenders = {"raw ALE + screen": RawAleLoop(), "AtariEnv": AtariEnvLoop(),
+    contenders = {"raw ALE + screen": raw_ale_loop(), "AtariEnv": atari_env_loop(),
                   "SerialSampler + AtariEnv": SamplerLoop(AtariEnv)}
     try:
         from rlpyt.envs.vec import EnvPoolAtariEnv
