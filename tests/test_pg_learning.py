@@ -82,7 +82,7 @@ def test_impala_cartpole_seeds(tmp_path):
 
 
 @make_learning_only("PPO (trained in make test by test_ppo_cartpole_seeds) with a recurrent "
-                    "agent; recurrent agents learn masked CartPole in make test via R2D1")
+                    "agent; recurrent agents learn masked CartPole in make test via R2D2, R2D1 under AsyncRl")
 def test_recurrent_ppo_velocity_masked_cartpole(tmp_path):
     sampler = SerialSampler(EnvCls=make_masked_cartpole, env_kwargs={}, batch_T=32, batch_B=8,
                             CollectorCls=CpuWaitResetCollector, max_decorrelation_steps=0, **EVAL)
