@@ -581,3 +581,31 @@ def test_qpg_algorithms_run_under_async_rl(name, tmp_path):
     rows = read_progress(tmp_path)
     losses = [float(v) for k, v in rows[-1].items() if "loss" in k.lower() and "Average" in k]
     assert losses and all(np.isfinite(losses))
+
+
+def test_a_second_run_in_the_same_process_with_learner_threads_does_not_hang(tmp_path):
+    """Two ``AsyncRl`` runs in one process, the learner on 2 torch threads: the second
+    run's sampler is forked after the first run's optimizer has used OpenMP on 2 threads.
+    With the affinity's ``master_torch_threads`` applied in the forked sampler too, its
+    first parallel op (copying a large parameter into shared memory) waited for OpenMP
+    threads the child does not have, until ``progress_timeout``; the sampler process now
+    runs one torch thread."""
+    from rlpyt.agents.pg.categorical import CategoricalPgAgent
+    from rlpyt.algos.pg.impala import Impala
+    from rlpyt.utils.logging.context import logger_context
+
+    threads = torch.get_num_threads()
+    try:
+        for run in range(2):
+            sampler = AsyncSerialSampler(EnvCls=make, env_kwargs=dict(id="CartPole-v1"),
+                                         batch_T=8, batch_B=4, max_decorrelation_steps=0)
+            # 512 x 512 weights: copies of them run on several OpenMP threads.
+            agent = CategoricalPgAgent(model_kwargs=dict(hidden_sizes=[512, 512]))
+            runner = AsyncRl(Impala(), agent, sampler, n_steps=640, seed=run,
+                             log_interval_steps=320, progress_timeout=60,
+                             affinity=dict(master_torch_threads=2))
+            with logger_context(str(tmp_path), run, "threads", override_prefix=True):
+                runner.train()
+            assert runner.algo.update_counter > 0
+    finally:
+        torch.set_num_threads(threads)

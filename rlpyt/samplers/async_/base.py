@@ -132,8 +132,11 @@ def run_sampler(sampler: AsyncSamplerBase, agent, control: AsyncControl, *, affi
     faulthandler.register(signal.SIGUSR1, file=stack_out, all_threads=True)
     inner = sampler.sampler
     try:
-        apply_affinity(affinity.get("master_cpus"), affinity.get("master_torch_threads", 1),
-                       affinity.get("set_affinity", True))
+        # One torch thread, whatever the affinity asks: this process is forked from the
+        # optimizer's, and once that has run an OpenMP region on several threads (a second
+        # run in the same process), a forked child's first multi-threaded op waits for
+        # threads it does not have (libgomp is not fork-safe).  Its workers start fresh.
+        apply_affinity(affinity.get("master_cpus"), 1, affinity.get("set_affinity", True))
         from rlpyt.utils.seed import set_seed
 
         set_seed(seed + 1 + start_itr)  # The sampler's own stream (action sampling).
