@@ -105,7 +105,8 @@ def _own_cpu_seconds() -> dict:
 
 
 class LoadMeter:
-    """Wall time, and cores used by processes outside this process tree, over a window."""
+    """Wall time, cores used by processes outside this process tree (``other_cores``) and
+    by the whole machine (``busy_cores``), over a window."""
 
     def __enter__(self):
         self.busy0, self.own0, self.t0 = _busy_seconds(), _own_cpu_seconds(), time.perf_counter()
@@ -115,7 +116,9 @@ class LoadMeter:
         self.wall = time.perf_counter() - self.t0
         own1 = _own_cpu_seconds()
         own = sum(v - self.own0.get(pid, 0.0) for pid, v in own1.items())
-        self.other_cores = max(0.0, (_busy_seconds() - self.busy0 - own) / self.wall)
+        busy = _busy_seconds() - self.busy0
+        self.busy_cores = busy / self.wall
+        self.other_cores = max(0.0, (busy - own) / self.wall)
 
 
 @dataclass

@@ -22,15 +22,17 @@ def random_actions(env, n, seed=0):
 
 class ReferencePipeline:
     """The classic preprocessing written plainly on a raw ALE: grayscale screens of the
-    last two frames, element-wise max, cv2.resize(INTER_NEAREST) to 104x80, a stack."""
+    last two frames, element-wise max, cv2.resize(INTER_NEAREST) to ``frame_shape``
+    (H x W), a stack."""
 
-    def __init__(self, game, frame_skip, num_img_obs):
+    def __init__(self, game, frame_skip, num_img_obs, frame_shape=(104, 80)):
         self.ale = ALEInterface()
         self.ale.setFloat("repeat_action_probability", 0.0)
         self.ale.loadROM(str(roms.get_rom_path(game)))
         self.actions = self.ale.getMinimalActionSet()
         self.frame_skip = frame_skip
-        self.stack = np.zeros((num_img_obs, 104, 80), np.uint8)
+        self.frame_shape = frame_shape
+        self.stack = np.zeros((num_img_obs, *frame_shape), np.uint8)
 
     def frame(self):
         return self.ale.getScreenGrayscale()
@@ -39,9 +41,8 @@ class ReferencePipeline:
         self.stack = np.concatenate([self.stack[1:], self.downsample(screen)[None]])
         return self.stack
 
-    @staticmethod
-    def downsample(screen):
-        return cv2.resize(screen, (80, 104), interpolation=cv2.INTER_NEAREST)
+    def downsample(self, screen):
+        return cv2.resize(screen, self.frame_shape[::-1], interpolation=cv2.INTER_NEAREST)
 
     def reset(self):
         self.ale.reset_game()
@@ -59,14 +60,17 @@ class ReferencePipeline:
         return self.push(pooled), reward
 
 
-@pytest.mark.parametrize(
-    "game, frame_skip, num_img_obs", [("pong", 4, 4), ("ms_pacman", 3, 2), ("breakout", 1, 3)]
-)
-def test_frames_match_plain_reference(game, frame_skip, num_img_obs):
+@pytest.mark.parametrize("game, frame_skip, num_img_obs, frame_shape", [
+    ("pong", 4, 4, (104, 80)), ("ms_pacman", 3, 2, (104, 80)), ("breakout", 1, 3, (104, 80)),
+    ("pong", 4, 4, (84, 84)),  # The Nature DQN size: no strided plan, cv2.resize.
+    ("breakout", 2, 2, (105, 80)),  # Every other row: a strided plan of its own.
+])
+def test_frames_match_plain_reference(game, frame_skip, num_img_obs, frame_shape):
     # Without sticky actions or start no-ops the emulator is deterministic.
     env = AtariEnv(game, frame_skip=frame_skip, num_img_obs=num_img_obs, max_start_noops=0,
-                   episodic_lives=False, horizon=None, seed=0)
-    ref = ReferencePipeline(env.game, frame_skip, num_img_obs)
+                   episodic_lives=False, horizon=None, seed=0, frame_shape=frame_shape)
+    assert env.observation_space.shape == (num_img_obs, *frame_shape)
+    ref = ReferencePipeline(env.game, frame_skip, num_img_obs, frame_shape)
     np.testing.assert_array_equal(env.reset(), ref.reset())
     for t, a in enumerate(random_actions(env, 200)):
         step = env.step(a)
@@ -222,6 +226,9 @@ def test_game_names_and_errors():
         AtariEnv(frame_skip=0)
     with pytest.raises(ValueError, match="repeat_action_probability"):
         AtariEnv(repeat_action_probability=1.5)
+    for bad in [(84,), (0, 84), (84, 161), (84.0, 84), 84, "84x84"]:
+        with pytest.raises(ValueError, match=r"frame_shape must be \(height, width\).*got"):
+            AtariEnv(frame_shape=bad)
     env = AtariEnv(seed=0)
     env.reset()
     with pytest.raises(ValueError, match=r"action must be in \[0, 6\)"):

@@ -7,10 +7,10 @@ hot path).  Each ``step(action)``:
    (stopping early if the game ends; the final screen is then used alone);
 2. takes the element-wise max of the grayscale screens of the last two of those
    frames (removes sprite flicker);
-3. downsamples 210x160 -> 104x80 (H x W, classic rlpyt) exactly as
-   ``cv2.resize(frame, (80, 104), interpolation=cv2.INTER_NEAREST)`` does (the flag
-   passed by keyword: classic rlpyt passed it positionally, into ``dst``, and got
-   bilinear resizing);
+3. downsamples 210x160 -> ``frame_shape`` (H x W; default 104x80, classic rlpyt's)
+   exactly as ``cv2.resize(frame, (W, H), interpolation=cv2.INTER_NEAREST)`` does
+   (the flag passed by keyword: classic rlpyt passed it positionally, into ``dst``,
+   and got bilinear resizing);
 4. writes that frame into a preallocated ring of ``num_img_obs`` frames and returns
    a new array of them in time order, oldest first: ``observation[-1]`` is the
    newest.  On every ``reset()`` the older frames are zeros.
@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from rlpyt.envs.atari.downsample import nearest_copy_plan
+from rlpyt.envs.atari.downsample import nearest_copy_plan, nearest_index
 from rlpyt.envs.base import Env, EnvStep
 from rlpyt.envs.traj_info import TrajInfo
 from rlpyt.spaces.int_box import IntBox
@@ -64,7 +64,7 @@ except ImportError as _import_error:  # pragma: no cover - depends on the instal
 
 ALEInterface.setLoggerMode(LoggerMode.Error)
 
-H, W = 104, 80  # Downsampled frame size (classic rlpyt).
+FRAME_SHAPE = (104, 80)  # Downsampled frame size, H x W (classic rlpyt).
 _UNKNOWN_COLOUR = 256  # Above any grayscale value.
 
 EnvInfo = namedtuple("EnvInfo", ["game_score", "traj_done", "timeout"], module=__name__)
@@ -84,7 +84,7 @@ class AtariTrajInfo(TrajInfo):
 
 
 class AtariEnv(Env):
-    """An Atari game with frame skip, max-pooling, grayscale 104x80 frames and stacking.
+    """An Atari game with frame skip, max-pooling, grayscale downsampled frames and stacking.
 
     Args:
         game: ROM name as in ``ale_py.roms`` (``"pong"``, ``"space_invaders"``;
@@ -101,10 +101,15 @@ class AtariEnv(Env):
             frame repeats the previous action instead; default 0.
         horizon: most agent steps per game before truncation (``None``: no limit);
             default 27000 (108k frames, 30 minutes of play).
+        frame_shape: ``(height, width)`` of the downsampled frames; default ``(104, 80)``
+            (classic rlpyt: every other row and column of the 210x160 screen).
+            ``(84, 84)`` is the Nature DQN size that EnvPool and Sample Factory use
+            (they resize by area interpolation; here it is nearest-neighbour, so thin
+            sprites keep full intensity).
         seed: seed of the ALE and of the NOOP counts (``None``: fresh OS entropy); see
             ``seed()``.
 
-    Observations are uint8 arrays ``[num_img_obs, 104, 80]`` (a new array each
+    Observations are uint8 arrays ``[num_img_obs, *frame_shape]`` (a new array each
     call); actions are indices into the game's minimal action set.
     """
 
@@ -120,12 +125,14 @@ class AtariEnv(Env):
         repeat_action_probability: float = 0.0,
         horizon: int | None = 27000,
         seed: int | None = None,
+        frame_shape: tuple[int, int] = FRAME_SHAPE,
     ) -> None:
         _check_int("frame_skip", frame_skip, minimum=1)
         _check_int("num_img_obs", num_img_obs, minimum=1)
         _check_int("max_start_noops", max_start_noops, minimum=0)
         if horizon is not None:
             _check_int("horizon", horizon, minimum=1)
+        H, W = self._frame_shape = _check_frame_shape(frame_shape)
         if not 0.0 <= repeat_action_probability <= 1.0:
             raise ValueError(
                 "AtariEnv: repeat_action_probability must lie in [0, 1], got "
@@ -162,6 +169,8 @@ class AtariEnv(Env):
         self._newest = num_img_obs - 1
         # Views made once: the hot path only copies between them.
         self._downsample_plan = nearest_copy_plan(self._screen, self._small)
+        self._screen_flat = self._screen.reshape(-1)  # A view: the same buffer.
+        self._nearest = nearest_index(screen_shape, (H, W))  # Where there is no plan.
         self._gray_slots = self._gray0, self._gray1 = tuple(self._gray)
         self._lives = self.ale.lives()
         self._step_counter = 0
@@ -271,14 +280,14 @@ class AtariEnv(Env):
         """Downsampled grayscale of the current screen into ``self._gray[slot]``.
 
         Nearest-neighbour downsampling only selects pixels, so it is done first, on
-        ALE's palette indices, and only the 104x80 kept pixels go through the
+        ALE's palette indices, and only the kept pixels go through the
         palette -> grayscale table: the same values as ALE's ``getScreenGrayscale``
         followed by the resize, at a fraction of the cost.
         """
         self.ale.getScreen(self._screen)
-        if self._downsample_plan is None:
-            cv2.resize(self._screen, (W, H), dst=self._small, interpolation=cv2.INTER_NEAREST)
-        else:  # The same pixels as the cv2.resize above, by strided copies.
+        if self._downsample_plan is None:  # cv2.resize's nearest pixels, gathered.
+            self._screen_flat.take(self._nearest, out=self._small, mode="clip")
+        else:  # The same pixels, by strided copies.
             for dst, src in self._downsample_plan:
                 np.copyto(dst, src)
         gray = self._gray_slots[slot]
@@ -307,6 +316,19 @@ class AtariEnv(Env):
 def _check_int(name: str, value: Any, minimum: int) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise ValueError(f"AtariEnv: {name} must be an integer >= {minimum}, got {value!r}")
+
+
+def _check_frame_shape(frame_shape: Any) -> tuple[int, int]:
+    """``(height, width)``: two integers from 1 up to ALE's 210x160 screen."""
+    try:
+        h, w = frame_shape
+    except (TypeError, ValueError):
+        h = w = None
+    if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v >= 1
+               for v in (h, w)) or h > 210 or w > 160:
+        raise ValueError("AtariEnv: frame_shape must be (height, width), integers from 1 up "
+                         f"to the 210x160 screen, got {frame_shape!r}")
+    return int(h), int(w)
 
 
 def _rom_id(game: str) -> str:
