@@ -8,7 +8,8 @@
 * Impala on CartPole-v1: 475 within 300k env steps in at least 2 of 3 seeds (1 of 2 in
   ``make test``), the ``impala`` preset's algorithm.
 * R2D2 (R2D1 with per-actor epsilons under ``AsyncRl``) on velocity-masked CartPole:
-  400 within 300k env steps in 1 of 2 seeds (``examples/r2d2_masked_cartpole.py``).
+  400 within 300k env steps in 2 of 3 seeds (1 of 3 in ``make test``;
+  ``examples/r2d2_masked_cartpole.py``).
 
 A seed passes when it reaches its threshold and the mean of its last two evaluations
 is at least 90% of it (for Pendulum's negative threshold, within 10% below it:
@@ -119,18 +120,24 @@ def test_async_sac_learns_pendulum(tmp_path):
 
 
 @pytest.mark.learning
+@pytest.mark.timeout(1200)  # Up to 3 seeds of up to 300k steps.
 def test_r2d2_learns_masked_cartpole(tmp_path):
-    """Reaches 400 and holds it (mean of the next two evaluations >= 360) in 1 of 2 seeds
-    (``examples/r2d2_masked_cartpole.py``: 5-step targets copied every 25 updates, as the
-    ``r2d1`` preset).  With 3-step targets copied every 100 updates seed 0 of the CI run
-    of 2026-11-25 reached 402 and then averaged 298; with these (2026-11-27, 300k-step
-    budget) seeds 0-2 (docs/benchmarks.md, "R2D1 on CartPole: the values' horizon")."""
+    """Reaches 400 and holds it (mean of the next two evaluations >= 360) in 2 of 3 seeds
+    under ``make learning``, 1 of 3 in ``make test`` (``examples/r2d2_masked_cartpole.py``:
+    5-step targets copied every 25 updates, as the ``r2d1`` preset, and Adam at 5e-4).
+
+    At 1e-3 the rule failed 3 of 5 seeds (the CI run of 2026-11-27: seeds 0 and 1, 263
+    and 355 after a first 400); at 5e-4 (2026-11-27, seeds 0-5, 300k steps each) it
+    failed 1 of 6, and every seed ended its budget above 470 (docs/benchmarks.md, "R2D2
+    on masked CartPole: the learning rate")."""
     example = load_example("r2d2_masked_cartpole")
 
     def build(seed, RunnerCls):
         return example.build_runner(seed, n_steps=300_000, workers=0, RunnerCls=RunnerCls)
 
-    run_seeds(build, seeds=[0, 1], needed=1, threshold=400, tmp_path=tmp_path, name="r2d2")
+    needed, seeds = seed_plan(full=(2, 3), quick=(1, 3))
+    run_seeds(build, seeds=list(seeds), needed=needed, threshold=400, tmp_path=tmp_path,
+              name="r2d2")
 
 
 @pytest.mark.learning
