@@ -130,7 +130,7 @@ def build(case: str):
                    learning_rate=1e-3)
         agent = DqnAgent(model_kwargs=dict(hidden_sizes=[32]))
         ranks = [dict(master_torch_threads=1, set_affinity=False)] * 2
-        return SyncRl(algo, agent, sampler, n_steps=4000, seed=7, log_interval_steps=400,
+        return SyncRl(algo, agent, sampler, n_steps=2000, seed=7, log_interval_steps=400,
                       affinity=ranks, **{"checkpoint_interval_steps": 80, **ckpt})
     raise ValueError(f"unknown case {case!r}")
 

@@ -176,10 +176,12 @@ def _short_ppo_run(SamplerCls, log_dir, **sampler_kwargs):
             for r in rows]
 
 
-def test_same_seed_same_progress_and_same_as_cpu_sampler(cluster, tmp_path):
+def test_same_seed_same_progress_as_cpu_sampler(cluster, tmp_path):
+    """A PPO run on 2 actors writes the progress.csv of the same run on ``CpuSampler``
+    with 2 workers, cell for cell: so a Ray run repeats itself with the same seed as
+    ``CpuSampler`` does (``tests/test_sampler_determinism.py``)."""
     a = _short_ppo_run(RaySampler, tmp_path / "a", n_actors=2)
-    b = _short_ppo_run(RaySampler, tmp_path / "b", n_actors=2)
-    assert len(a) == 6 and a == b
+    assert len(a) == 6
     assert all(r["ActorRestarts"] == "0" for r in a)
     assert int(a[-1]["TrajsInEval"]) == 5
     # Actor w seeds its RNGs as CpuSampler's worker w: the same numbers as 2 workers.
