@@ -155,4 +155,3 @@ def make_learning_only(why: str):
                                                        f"(RLPYT_FULL_SEEDS=1); CI's time budget")
 
 
-full_plan_only = make_learning_only("a repeat of a learning test on another sampler")

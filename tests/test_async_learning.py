@@ -2,7 +2,7 @@
 
 * DQN on CartPole-v1: a mean evaluation return of 475 within 150k env steps in at least
   2 of 3 seeds (the `dqn` preset's settings; seeds stop once they pass, and no further
-  seed runs once the outcome is decided).
+  seed runs once the outcome is decided; ``make learning`` only).
 * SAC on Pendulum-v1: -250 within 20k env steps in at least 2 of 3 seeds (the settings
   of ``examples/sac_pendulum.py``; ``make learning`` only).
 * Impala on CartPole-v1: 475 within 300k env steps in at least 2 of 3 seeds (1 of 2 in
@@ -80,6 +80,9 @@ def run_seeds(build, seeds, needed: int, threshold: float, tmp_path, name: str) 
 
 
 @pytest.mark.learning
+@make_learning_only("DQN's CartPole test under AsyncRl (test_dqn_learning.py trains the dqn "
+                    "preset under MinibatchRl, and this module's R2D2 test trains from "
+                    "AsyncRl's replay, in make test)")
 def test_async_dqn_learns_cartpole(tmp_path):
     """Reaches 475 and holds it (mean of the next two evaluations >= 427.5) in 2 of 3
     seeds under ``make learning`` (1 of 2 in ``make test``: ``helpers.seed_plan``), with the `dqn` preset (double Q-learning, 3-step returns).  With the preset's

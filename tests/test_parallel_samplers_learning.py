@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from helpers import EarlyStopRunner, EndOfRun, full_plan_only
+from helpers import EarlyStopRunner, EndOfRun, make_learning_only
 
 from rlpyt.agents.pg.atari import AlternatingAtariLstmAgent, AtariLstmAgent
 from rlpyt.agents.pg.categorical import CategoricalPgAgent
@@ -45,12 +45,13 @@ def _ppo_cartpole(SamplerCls, seed, tmp_path) -> bool:
 
 
 @pytest.mark.learning
-@pytest.mark.parametrize("SamplerCls", [CpuSampler, pytest.param(GpuSampler, marks=full_plan_only)])
+@make_learning_only("PPO's CartPole test on 2 parallel workers (test_pg_learning.py trains the "
+                    "preset in make test, and these samplers' batches equal the serial "
+                    "sampler's: tests/test_parallel_samplers.py)")
+@pytest.mark.parametrize("SamplerCls", [CpuSampler, GpuSampler])
 def test_ppo_learns_cartpole_with_two_workers(SamplerCls, tmp_path):
     """Mean eval return >= 475 within 100k steps and a mean of at least 427.5 over the two
-    evaluations after (seed 0, or seed 1 if seed 0 misses).  ``make test`` runs the
-    CpuSampler case; the GpuSampler one runs under ``make learning`` (its batches equal
-    the serial sampler's: tests/test_parallel_samplers.py)."""
+    evaluations after (seed 0, or seed 1 if seed 0 misses); ``make learning`` only."""
     assert _ppo_cartpole(SamplerCls, 0, tmp_path) or _ppo_cartpole(SamplerCls, 1, tmp_path)
 
 

@@ -21,7 +21,7 @@ import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
-from helpers import EndOfRun, k_of_n, seed_plan
+from helpers import EndOfRun, k_of_n, make_learning_only
 
 from rlpyt.agents.dqn.dqn_agent import DqnAgent
 from rlpyt.agents.pg.categorical import CategoricalPgAgent
@@ -331,11 +331,14 @@ class _EvalUntil(SyncRlEval):
 
 
 @pytest.mark.learning
+@make_learning_only("PPO's CartPole test on 2 SyncRl ranks (test_pg_learning.py trains the "
+                    "preset in make test, and two ranks train as one process with twice "
+                    "the batch: test_two_ranks_match_one_process_with_twice_the_batch)")
 def test_ppo_learns_cartpole_with_two_ranks(tmp_path):
     """PPO (CartPole preset, each rank 8 envs) reaches an evaluation return of 475 in at
     most 100k env steps over both ranks, and the mean of the two evaluations after is at
-    least 427.5: seed 0 in ``make test``, 2 seeds of 2 in ``make learning``
-    (``helpers.seed_plan``; PPO's own k-of-n test is in test_pg_learning.py)."""
+    least 427.5, in 2 seeds of 2 (``make learning`` only; PPO's own k-of-n test is in
+    test_pg_learning.py)."""
     from rlpyt.cli.presets import PRESETS
 
     preset = PRESETS["ppo"]
@@ -349,8 +352,7 @@ def test_ppo_learns_cartpole_with_two_ranks(tmp_path):
         with logger_context(str(tmp_path), seed, "ppo", override_prefix=True):
             return runner.train()["eval_history"]
 
-    needed, seeds = seed_plan(full=(2, 2), quick=(1, 1))
-    k_of_n(train_seed, seeds, needed, end_of_run, "SyncRl PPO")
+    k_of_n(train_seed, range(2), 2, end_of_run, "SyncRl PPO")
 
 
 def test_sync_rl_logs_once_and_counts_all_ranks(tmp_path):
@@ -395,9 +397,16 @@ def test_each_rank_seeds_its_envs_differently():
     assert torch.equal(rank0, first_observations(0))  # one run seed: reproducible
 
 
-@pytest.mark.parametrize("family", ["dqn", "sac"])
+@pytest.mark.parametrize("family", [
+    "dqn",
+    pytest.param("sac", marks=[pytest.mark.learning, make_learning_only(
+        "SAC's family on 2 SyncRl ranks (80 s of CI: the DQN family here checks SyncRl's "
+        "replay path, test_qpg_learning.py trains SAC, and test_every_family_keeps_its_"
+        "replicas_identical checks SAC's DDP updates)")]),
+])
 def test_replay_families_train_and_improve(family, tmp_path):
-    """Per-rank replay, DDP-averaged updates; the trained agent beats the untrained one."""
+    """Per-rank replay, DDP-averaged updates; the trained agent beats the untrained one
+    (the SAC family under ``make learning`` only)."""
     if family == "dqn":
         sampler = SerialSampler(make, dict(id="CartPole-v1"), batch_T=4, batch_B=4,
                                 max_decorrelation_steps=0, eval_n_envs=4,
