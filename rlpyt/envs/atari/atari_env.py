@@ -170,7 +170,8 @@ class AtariEnv(Env):
         # Views made once: the hot path only copies between them.
         self._downsample_plan = nearest_copy_plan(self._screen, self._small)
         self._screen_flat = self._screen.reshape(-1)  # A view: the same buffer.
-        self._nearest = nearest_index(screen_shape, (H, W))  # Where there is no plan.
+        self._nearest = (None if self._downsample_plan is not None  # Only without a plan.
+                         else nearest_index(screen_shape, (H, W)))
         self._gray_slots = self._gray0, self._gray1 = tuple(self._gray)
         self._lives = self.ale.lives()
         self._step_counter = 0
