@@ -86,10 +86,10 @@ def final_returns(runs: list[Path]) -> tuple[list[float], list[float]]:
     return finals, steps
 
 
-def return_at(run: Path, frames: float) -> float | None:
-    """The run's ReturnAverage at its last row at or before ``frames`` (None if it logged
-    no return by then or never reached ``frames``)."""
-    xs, ys, _ = load_curve(str(run), "ReturnAverage")
+def return_at(run: Path, frames: float, column: str = "ReturnAverage") -> float | None:
+    """The run's ``column`` at its last row at or before ``frames`` (None if it logged
+    no value by then or never reached ``frames``)."""
+    xs, ys, _ = load_curve(str(run), column)
     if not xs or xs[-1] < frames:
         return None
     before = [y for x, y in zip(xs, ys) if x <= frames]
@@ -163,8 +163,10 @@ def plot_paper_curve(ax, game: str, algorithm: str, **style) -> None:
                 capsize=2, **style)
 
 
-def plot_vs_paper(results: Path, algo: str, game: str, out: Path) -> Path | None:
-    """Our mean curve (s.e. band, and each seed thin) with the paper's DQN drawn over it."""
+def plot_vs_paper(results: Path, algo: str, game: str, out: Path, spread: str = "sem"
+                  ) -> Path | None:
+    """Our mean curve (a ``spread`` band across seeds as ``rlpyt.cli.plot.aggregate``
+    takes it, and each seed thin) with the paper's DQN drawn over it."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -177,7 +179,7 @@ def plot_vs_paper(results: Path, algo: str, game: str, out: Path) -> Path | None
     fig, ax = plt.subplots(figsize=(5.2, 3.6))
     for xs, ys in curves:
         ax.plot(xs, ys, color="tab:blue", alpha=0.25, linewidth=0.8)
-    grid, mean, low, high = aggregate(curves, "sem")
+    grid, mean, low, high = aggregate(curves, spread)
     seeds = f"{len(runs)} seed{'s' * (len(runs) > 1)}"
     ax.plot(grid, mean, color="tab:blue", label=f"rlpyt {label(algo)} ({seeds})")
     ax.fill_between(grid, low, high, color="tab:blue", alpha=0.25)
