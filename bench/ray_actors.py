@@ -185,7 +185,7 @@ def main() -> None:
     parser.add_argument("--actors", default="1,2,4,8,16")
     parser.add_argument("--torchrl", action="store_true",
                         help="add TorchRL's RayCollector on CartPole (run with a Python that "
-                             "has torchrl; see docs/benchmarks.md)")
+                             "has torchrl; see docs/speed.md)")
     parser.add_argument("--skip-overhead", action="store_true")
     parser.add_argument("--skip-scaling", action="store_true")
     parser.add_argument("--out", default=None, help="also write the tables (markdown) here")

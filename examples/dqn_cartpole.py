@@ -18,7 +18,7 @@ The ``rlpyt train --algo dqn`` preset is these settings with ``--double
 --n_step_return 3 --learning_rate 5e-4``: with plain one-step targets a solved CartPole
 falls back from 500 now and then; double Q-learning and 3-step returns make that rarer,
 and the smaller step keeps it solved (5 of 5 seeds at 500 at the end of 100k steps;
-docs/benchmarks.md, "DQN and C51: staying solved").  ``tests/test_dqn_learning.py`` checks the preset (at
+docs/notes/dqn_cartpole.md).  ``tests/test_dqn_learning.py`` checks the preset (at
 least 4 of 5 seeds reach a mean evaluation of 475 within 100k steps and hold it over
 the next two evaluations), also with dueling + prioritized replay added, and Categorical
 DQN with the support [0, 100].

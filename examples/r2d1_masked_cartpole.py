@@ -59,7 +59,7 @@ def build_and_train(n_steps=300_000, seed=0, run_ID=0, cuda_idx=None):
         warmup_T=10,
         store_rnn_state_interval=10,
         # k target copies of n-step targets see n * k steps ahead; CartPole needs a few
-        # hundred to see the cart drifting off the track (docs/benchmarks.md).
+        # hundred to see the cart drifting off the track (docs/notes/r2d1_horizon.md).
         n_step_return=5,
         min_steps_learn=5_000,
         replay_size=50_000,

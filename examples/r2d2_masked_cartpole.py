@@ -69,8 +69,8 @@ def build_runner(seed=0, n_steps=300_000, workers=0, RunnerCls=AsyncRlEval, n_en
     else:
         sampler = AsyncSerialSampler(**sampler_kwargs)
     # Adam at 5e-4: at 1e-3 a run that first reached 400 fell back within the next two
-    # evaluations in 3 of 5 seeds; at 5e-4 in 1 of 6 (docs/benchmarks.md, "R2D2 on
-    # masked CartPole: the learning rate").
+    # evaluations in 3 of 5 seeds; at 5e-4 in 1 of 6
+    # (docs/notes/r2d2_learning_rate.md).
     algo = R2D1(discount=0.99, batch_T=20, batch_B=32, warmup_T=10,
                 store_rnn_state_interval=10, n_step_return=5, min_steps_learn=5_000,
                 replay_size=50_000, replay_ratio=8, target_update_interval=25,

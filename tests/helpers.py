@@ -136,7 +136,7 @@ FULL_SEEDS_ENV = "RLPYT_FULL_SEEDS"
 def seed_plan(full: tuple[int, int], quick: tuple[int, int]) -> tuple[int, range]:
     """``(needed, seeds)`` of a k-of-n learning test, each plan given as ``(k, n)``: the
     ``quick`` plan in ``make test`` (kept within CI's time budget), the ``full`` one when
-    ``RLPYT_FULL_SEEDS=1`` (``make learning`` sets it; the figures in docs/benchmarks.md
+    ``RLPYT_FULL_SEEDS=1`` (``make learning`` sets it; the figures in docs/notes/
     come from full plans)."""
     needed, n = full if full_plans() else quick
     return needed, range(n)

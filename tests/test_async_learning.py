@@ -88,8 +88,8 @@ def test_async_dqn_learns_cartpole(tmp_path):
     seeds under ``make learning`` (1 of 2 in ``make test``: ``helpers.seed_plan``), with the `dqn` preset (double Q-learning, 3-step returns).  With the preset's
     earlier one-step plain targets seed 0 fell from 500 to 45 (CI run of 2026-11-25);
     with these, two runs on 2026-11-25 passed: seeds 0, 1 both held 500 (seed 2 not
-    needed), then seeds 0 and 2 held 500 and seed 1 fell to 447, 220 (docs/benchmarks.md,
-    "DQN and C51: staying solved"; asynchronous runs are not bit-reproducible)."""
+    needed), then seeds 0 and 2 held 500 and seed 1 fell to 447, 220 (docs/notes/dqn_cartpole.md;
+    asynchronous runs are not bit-reproducible)."""
     def build(seed, RunnerCls):
         sampler = AsyncSerialSampler(EnvCls=make, env_kwargs=dict(id="CartPole-v1"),
                                      batch_T=4, batch_B=8, max_decorrelation_steps=0,
@@ -131,8 +131,8 @@ def test_r2d2_learns_masked_cartpole(tmp_path):
 
     At 1e-3 the rule failed 3 of 5 seeds (the CI run of 2026-11-27: seeds 0 and 1, 263
     and 355 after a first 400); at 5e-4 (2026-11-27, seeds 0-5, 300k steps each) it
-    failed 1 of 6, and every seed ended its budget above 470 (docs/benchmarks.md, "R2D2
-    on masked CartPole: the learning rate")."""
+    failed 1 of 6, and every seed ended its budget above 470
+    (docs/notes/r2d2_learning_rate.md)."""
     example = load_example("r2d2_masked_cartpole")
 
     def build(seed, RunnerCls):
@@ -154,7 +154,7 @@ def test_impala_learns_cartpole_under_async_rl(tmp_path):
     the seeds (CI of 2026-11-27: seed 0 from 500 to 194, seed 1 from 468 to 180 for the
     rest of its run).  With it, measured 2026-11-27 (300k steps, seeds 0-4): first 475 at
     60k-100k steps, lowest evaluation after it 477, budget end 500 in 5 of 5
-    (docs/benchmarks.md, "IMPALA: the critic's scale")."""
+    (docs/notes/impala_cartpole.md)."""
     from rlpyt.agents.pg.categorical import CategoricalPgAgent
     from rlpyt.algos.pg.impala import Impala
 

@@ -41,8 +41,8 @@ SAMPLER = dict(batch_T=4, batch_B=8, max_decorrelation_steps=0, eval_n_envs=5,
 # 2026-11-25 with bench/final_returns.py (seeds 0-4, 100k steps, the two evaluations
 # after the first >= 475): one-step plain DQN (184, 500), (500, 500), (500, 500),
 # (500, 140), (500, 500): 3 of 5 pass this file's rule; with double and 3-step (500, 500),
-# (500, 500), (229, 500), (500, 500), (500, 500): 4 of 5 (docs/benchmarks.md, "DQN and
-# C51: staying solved"), which is also what the full plan asks: no margin.  With Adam at
+# (500, 500), (229, 500), (500, 500), (500, 500): 4 of 5
+# (docs/notes/dqn_cartpole.md), which is also what the full plan asks: no margin.  With Adam at
 # 5e-4 (the preset since 2026-11-27): 5 of 5, and 5 of 5 at 500 at the end of 100k steps.
 DQN_KWARGS = PRESETS["dqn"].algo_kwargs
 AGENT_KWARGS = PRESETS["dqn"].agent_kwargs

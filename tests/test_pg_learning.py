@@ -75,7 +75,7 @@ def test_impala_cartpole_seeds(tmp_path):
     with the ``impala`` preset.  Its ``reward_scale=0.1`` is what holds it: with rewards
     as given a solved CartPole fell back in about half the seeds; with it seeds 0-4 ended
     300k-step runs at 500 in 5 of 5, the lowest evaluation after first reaching 475 being
-    477 (2026-11-27; docs/benchmarks.md, "IMPALA: the critic's scale")."""
+    477 (2026-11-27; docs/notes/impala_cartpole.md)."""
     needed, seeds = seed_plan(full=(2, 3), quick=(1, 2))
     k_of_n(_cartpole_history("impala", Impala, 300_000, 20_000, tmp_path), seeds, needed,
            SOLVED, "Impala")

@@ -648,7 +648,7 @@ def test_r2d1_learns_masked_cartpole(tmp_path):
     steps ahead.  Before, with 3-step targets copied every 100 updates (72 steps by
     200k), seed 0 of the CI run of 2026-11-25 reached 400 and ended at 327; at the
     budget's end (2026-11-27, 300k steps) 1 of 3 seeds held 360, now 3 of 3 (455-500;
-    docs/benchmarks.md, "R2D1 on CartPole: the values' horizon")."""
+    docs/notes/r2d1_horizon.md)."""
     torch.set_num_threads(1)
     end_of_run = EndOfRun(400)
 

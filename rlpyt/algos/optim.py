@@ -18,7 +18,7 @@ alternating runs, medians of 3 pairs on the shared 2-core machine):
   ``RMSprop(foreach=True).step()``;
 - the RMSprop update compiled into one loop (``CompiledRmspropStep``, ``torch.compile``):
   the paper's MinAtar DQN (centered RMSprop with momentum over 133k weights, one step per
-  frame), see ``docs/benchmarks.md``.  Compiling costs seconds of CPU once per process
+  frame), see ``docs/notes/minatar_frame_cost.md``.  Compiling costs seconds of CPU once per process
   (more on a cold inductor cache), so it is chosen only for runs whose planned optimizer
   work (steps x weights, ``COMPILE_MIN_WORK``) pays that back.
 """
@@ -240,7 +240,7 @@ class FusedAdamStep(DirectOptimizerStep):
 
 # Planned optimizer work (steps x parameter elements) from which RMSprop is compiled.  The
 # compile costs 4-16 CPU-seconds on the 2-core VM (warm / cold inductor cache) and saves
-# ~4-5 ns per element and step there (MinAtar DQN, docs/benchmarks.md): 5e9 repays a cold
+# ~4-5 ns per element and step there (docs/notes/minatar_frame_cost.md): 5e9 repays a cold
 # compile about 1.5 times, a warm one about 5 times.  The paper's MinAtar DQN crosses it at
 # ~38k frames: a 20k-frame run keeps RMSprop.step(), a 5M-frame run is compiled.
 COMPILE_MIN_WORK = 5e9
