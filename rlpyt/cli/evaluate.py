@@ -26,7 +26,7 @@ import os
 import numpy as np
 
 from rlpyt.cli.overrides import ConfigError
-from rlpyt.cli.presets import import_path
+from rlpyt.cli.presets import env_maker, import_path
 from rlpyt.cli.train import load_run_config
 
 __all__ = ["add_evaluate_parser", "evaluate_run", "run_evaluate"]
@@ -126,14 +126,13 @@ def run_spec(run_dir: str, weights: str, agent: str | None = None,
     """What to build: ``env_maker``, ``env_kwargs``, ``agent_class``, ``agent_kwargs``
     and the run's ``seed``: from an ``rlpyt train`` config, else from what the saved
     weights record, with ``agent``/``agent_kwargs``/``env`` replacing parts."""
-    from rlpyt.envs.gym import make
-
     try:
         config = load_run_config(run_dir, "evaluate")
     except ConfigError:
         config = None
     if config is not None:
-        spec = dict(env_maker=make, env_kwargs=dict(config["env"]),
+        spec = dict(env_maker=import_path(env_maker(config["env"]["id"])),
+                    env_kwargs=dict(config["env"]),
                     agent_class=import_path(config["agent_class"]),
                     agent_kwargs=dict(config["agent"]), seed=config.get("seed", 0))
     else:
@@ -153,7 +152,7 @@ def run_spec(run_dir: str, weights: str, agent: str | None = None,
                 raise ConfigError(f"the agent of {weights} was built with positional "
                                   f"arguments, which are not recorded: {_REBUILD_HINT}")
     if env is not None:
-        spec.update(env_maker=make, env_kwargs=dict(id=env))
+        spec.update(env_maker=import_path(env_maker(env)), env_kwargs=dict(id=env))
     if agent is not None:
         spec["agent_class"] = import_path(agent)
         spec["agent_kwargs"] = dict(agent_kwargs or {})
@@ -220,7 +219,9 @@ def evaluate_run(path: str, episodes: int = 10, seed: int | None = None,
                 with torch.no_grad():
                     action = numpify_buffer(agent.step(*inputs_pyt).action)
                 observation, reward, step_done, env_info = env.step(action[0])
-                total, length = total + float(reward), length + 1
+                # Atari: the unclipped game score, not the clipped training reward.
+                total += float(getattr(env_info, "game_score", reward))
+                length += 1
                 done = bool(getattr(env_info, "traj_done", step_done))
                 if step_done and not done:  # e.g. a lost life: the game goes on
                     observation = env.reset()

@@ -14,7 +14,14 @@ import traceback
 from collections.abc import Iterator
 
 from rlpyt.cli.overrides import ConfigError, apply_overrides, parse_override_args
-from rlpyt.cli.presets import MINATAR_PREFIX, MINATAR_PRESETS, PRESETS, import_path, preset_for
+from rlpyt.cli.presets import (
+    FAMILY_PRESETS,
+    PRESETS,
+    env_family,
+    env_maker,
+    import_path,
+    preset_for,
+)
 from rlpyt.utils.logging.run_dir import next_run_id
 
 __all__ = ["add_train_parser", "build_config", "load_run_config", "run_train",
@@ -162,34 +169,67 @@ def _keyword_defaults(cls) -> dict:
     return defaults
 
 
-def _action_space(env_id: str, env_kwargs: dict) -> tuple[str, str]:
-    """``("discrete" or "continuous", the action space in words)`` of the env."""
-    from rlpyt.envs.gym import make
+def _env_spaces(env_id: str, env_kwargs: dict) -> tuple[str, str, tuple]:
+    """``("discrete" or "continuous", the action space in words, the observation shape)``
+    of the env, built once as the run will build it."""
     from rlpyt.spaces.int_box import IntBox
 
-    env = make(env_id, **env_kwargs)
+    env = import_path(env_maker(env_id))(id=env_id, **env_kwargs)
     try:
         space = getattr(env.action_space, "space", env.action_space)
-        return ("discrete" if isinstance(space, IntBox) else "continuous"), repr(space)
+        kind = "discrete" if isinstance(space, IntBox) else "continuous"
+        return kind, repr(space), tuple(getattr(env.observation_space, "shape", None) or ())
     finally:
         env.close()
 
 
+def default_run_name(algo: str, env_id: str) -> str:
+    """``<algo>_<env id>`` with the id's namespace slash as a dash (``ppo_ALE-Pong-v5``):
+    one folder per run name, never a nested one."""
+    return f"{algo}_{env_id}".replace("/", "-")
+
+
 def _agent_class(config: dict, preset) -> str:
     """The preset's agent for the env's action space; a ``ConfigError`` naming the
-    algorithm, the space and the algorithms that fit it when there is none."""
+    algorithm, the space and the algorithms that fit it when there is none, or when the
+    env's observations are images and the preset's model is a vector MLP."""
     env = dict(config["env"])
     env_id = env.pop("id")
-    kind, space = _action_space(env_id, env)
+    kind, space, obs_shape = _env_spaces(env_id, env)
+    family = env_family(env_id)
+    if len(obs_shape) >= 2 and family == "classic":
+        raise ConfigError(f"{env_id} has image observations (shape {obs_shape}), and the "
+                          f"{config['algo_name']} preset for it builds an MLP of vectors; "
+                          f"image presets exist for Atari ids (e.g. ALE/Pong-v5, "
+                          f"PongNoFrameskip-v4) and MinAtar ids (MinAtar/Breakout); for "
+                          f"other image envs write a launch script with a conv model "
+                          f"(docs/own_script.md)")
     if kind in preset.agents:
         return preset.agents[kind]
-    presets = MINATAR_PRESETS if env_id.startswith(MINATAR_PREFIX) else PRESETS
-    fits = sorted(name for name, p in presets.items() if kind in p.agents)
+    fits = sorted(name for name, p in FAMILY_PRESETS[family].items() if kind in p.agents)
     algo = config["algo_name"]
     raise ConfigError(f"--algo {algo} ({import_path(preset.algo).__name__}) does not fit "
                       f"{env_id}: its action space is {kind} ({space}), and {algo} takes "
                       f"only {' or '.join(sorted(preset.agents))} actions; algorithms for "
-                      f"{kind} actions: {', '.join(fits)}")
+                      f"{kind} actions: {', '.join(fits) or 'none'}")
+
+
+def _preset_config(algo: str, env_id: str) -> dict:
+    """The config of ``algo``'s preset for ``env_id``'s family, with the preset's
+    settings for that env (``env_overrides``) applied."""
+    preset = preset_for(algo, env_id)
+    config = dict(
+        algo_name=algo,
+        env={"id": env_id, **copy.deepcopy(preset.env_kwargs)},
+        algo=copy.deepcopy(preset.algo_kwargs),
+        agent=copy.deepcopy(preset.agent_kwargs),
+        sampler=copy.deepcopy(preset.sampler_kwargs),
+        runner=copy.deepcopy(preset.runner_kwargs),
+    )
+    name = env_id.split("/")[-1].rsplit("-v", 1)[0]
+    for part, values in preset.env_overrides.get(name, {}).items():
+        config[part].update(copy.deepcopy(values))
+    return config
 
 
 def build_config(args, extra: list[str]) -> dict:
@@ -203,19 +243,11 @@ def build_config(args, extra: list[str]) -> dict:
             raise ConfigError(f"--cuda-idx {args.cuda_idx}: {e}") from None
     if args.config:
         config = load_run_config(args.config, "--config")
-    else:
-        preset = preset_for(args.algo, args.env)  # MinAtar ids: their own preset
-        config = dict(
-            algo_name=args.algo,
-            env={"id": preset.env},
-            algo=copy.deepcopy(preset.algo_kwargs),
-            agent=copy.deepcopy(preset.agent_kwargs),
-            sampler=copy.deepcopy(preset.sampler_kwargs),
-            runner=copy.deepcopy(preset.runner_kwargs),
-            sampler_type=args.sampler_type,
-        )
-    if args.env:
-        config["env"] = {"id": args.env}
+        if args.env:
+            config["env"] = {"id": args.env}
+    else:  # the preset of the env's family (MinAtar, Atari, MuJoCo or classic)
+        config = _preset_config(args.algo, args.env or PRESETS[args.algo].env)
+        config["sampler_type"] = args.sampler_type
     if args.n_steps:
         config["runner"]["n_steps"] = int(args.n_steps)
     if args.seed is not None:
@@ -345,14 +377,34 @@ def _affinity(config: dict) -> dict:
 
 def build_components(config: dict):
     """``(sampler, agent, algo)`` built from a ``rlpyt train`` config."""
-    from rlpyt.envs.gym import make
-
-    preset = PRESETS[config["algo_name"]]
+    env_id = config["env"]["id"]
+    preset = preset_for(config["algo_name"], env_id)
     SamplerCls = import_path(_sampler_path(config))
-    sampler = SamplerCls(EnvCls=make, env_kwargs=dict(config["env"]), **config["sampler"])
+    sampler_kwargs = dict(config["sampler"])
+    if env_family(env_id) == "atari":  # whole games' unclipped scores in the logs
+        from rlpyt.envs.atari.atari_env import AtariTrajInfo
+
+        sampler_kwargs.setdefault("TrajInfoCls", AtariTrajInfo)
+    sampler = SamplerCls(EnvCls=import_path(env_maker(env_id)),
+                         env_kwargs=dict(config["env"]), **sampler_kwargs)
     agent = import_path(config["agent_class"])(**config["agent"])
     algo = import_path(preset.algo)(**config["algo"])
     return sampler, agent, algo
+
+
+def _log_preset(config: dict) -> None:
+    """The start line: which preset was chosen and where its values come from."""
+    from rlpyt.utils.logging import logger
+
+    env_id = config["env"]["id"]
+    family = env_family(env_id)
+    preset = preset_for(config["algo_name"], env_id)
+    source = f", values from {preset.source}" if preset.source else ""
+    logger.log(f"Preset: {config['algo_name']} for {family} ids{source}.")
+    if family == "atari":
+        from rlpyt.envs.atari.ids import atari_protocol
+
+        logger.log(f"Env: {atari_protocol(env_id).describe()}.")
 
 
 def train_from_config(config: dict, log_dir: str, run_ID: int = 0,
@@ -378,11 +430,12 @@ def train_from_config(config: dict, log_dir: str, run_ID: int = 0,
                        affinity[0] if distributed else affinity)
     if launched_by_torchrun() and int(os.environ["RANK"]) != 0:
         return runner.train()  # rank 0 alone writes the run directory
-    name = f"{config['algo_name']}_{env_kwargs['id']}"
+    name = default_run_name(config["algo_name"], env_kwargs["id"])
     with logger_context(log_dir, run_ID, name, log_params=dict(config=config),
                         snapshot_mode=snapshot_mode, override_prefix=True, resume=resume,
                         use_summary_writer=bool(config.get("tensorboard"))) as run_dir:
         try:
+            _log_preset(config)
             return _train_with_row_lines(runner)
         except Exception:
             _log_traceback(run_dir)
@@ -497,7 +550,7 @@ def _run_dir_of(args) -> str | None:
                                   else preset_for(algo, args.env).env)
         except (ConfigError, KeyError, TypeError):
             return None
-        log_dir = os.path.join("runs", f"{algo}_{env_id}")
+        log_dir = os.path.join("runs", default_run_name(algo, env_id))
     if args.run_id is None:  # fixed now: the lock will make its dir
         args.run_id = _default_run_id(log_dir)
     return os.path.abspath(os.path.join(log_dir, f"run_{args.run_id}"))
@@ -547,8 +600,8 @@ def run_train(args, extra: list[str]) -> int:
             else:
                 config = build_config(args, extra)
                 env_id = config["env"]["id"]
-                log_dir = args.log_dir or os.path.join("runs",
-                                                       f"{config['algo_name']}_{env_id}")
+                log_dir = args.log_dir or os.path.join(
+                    "runs", default_run_name(config["algo_name"], env_id))
                 run_id = args.run_id if args.run_id is not None else _default_run_id(log_dir)
         except ConfigError as e:
             print(f"rlpyt train: error: {e}", file=sys.stderr)

@@ -360,7 +360,7 @@ def make(*args: Any, info_example: dict | None = None, **kwargs: Any) -> Env:
                              "env_info is fixed: EnvInfo(timeout))")
         return make_minatar(*args, **kwargs)
     if isinstance(env_id, str) and env_id.startswith("ALE/"):
-        _register_ale_envs()
+        register_ale_envs()
     try:
         env = gym.make(*args, **kwargs)
     except (gym_error.UnregisteredEnv, gym_error.DeprecatedEnv) as e:
@@ -368,21 +368,31 @@ def make(*args: Any, info_example: dict | None = None, **kwargs: Any) -> Env:
     return GymEnvWrapper(env, info_example=info_example)
 
 
-def _register_ale_envs() -> None:
+def register_ale_envs(required: bool = True) -> bool:
+    """Register Gymnasium's ALE ids (``ALE/Pong-v5``, ``PongNoFrameskip-v4``, ...); False
+    (or, when ``required``, an ImportError) without ale-py."""
     try:
         import ale_py
     except ImportError as e:
+        if not required:
+            return False
         raise ImportError("ALE/ env ids need ale-py: pip install 'rlpyt[atari]'") from e
     gym.register_envs(ale_py)
+    return True
 
 
 def _unknown_id_message(env_id: Any, error: Exception) -> str:
+    register_ale_envs(required=False)  # so that their ids are among those suggested
     ids = [str(i) for i in gym.registry.keys()]
-    close = difflib.get_close_matches(str(env_id), ids, n=5, cutoff=0.6)
+    # The same name in another namespace first ("Pong-v5" -> "ALE/Pong-v5").
+    close = [i for i in ids if "/" in i and i.split("/", 1)[1].lower() == str(env_id).lower()]
+    close += [i for i in difflib.get_close_matches(str(env_id), ids, n=5, cutoff=0.6)
+              if i not in close]
     if not close:  # Fall back to a case-insensitive comparison.
         lower = {i.lower(): i for i in ids}
-        close = [lower[m] for m in difflib.get_close_matches(str(env_id).lower(), lower, n=5)]
-    hint = f"closest registered ids: {close}" if close else "no similar registered id"
+        close += [lower[m] for m in difflib.get_close_matches(str(env_id).lower(), lower, n=5)
+                  if lower[m] not in close]
+    hint = f"closest registered ids: {close[:5]}" if close else "no similar registered id"
     return f"make: unknown Gymnasium env id {env_id!r} ({error}); {hint}"
 
 

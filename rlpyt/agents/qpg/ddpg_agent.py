@@ -41,8 +41,9 @@ class DdpgAgent(QpgAgent):
         initial_q_model_state_dict: critic state dict (default None).
         action_std: exploration noise std in model units (default 0.1).
         action_noise_clip: clip of that noise, or None (default None).
-        pretrain_std: exploration std before learning starts; None keeps ``action_std``
-            (default None).
+        pretrain_std: exploration std before learning starts; None keeps ``action_std``;
+            ``"uniform"``: uniformly random actions over the box, as the TD3 paper's
+            first steps (default None).
     """
 
     has_target_model = True
@@ -57,12 +58,16 @@ class DdpgAgent(QpgAgent):
         initial_q_model_state_dict=None,
         action_std: float = 0.1,
         action_noise_clip: float | None = None,
-        pretrain_std: float | None = None,
+        pretrain_std: float | str | None = None,
     ):
         name = type(self).__name__
         _check_std(name, "action_std", action_std, allow_none=False)
         _check_std(name, "action_noise_clip", action_noise_clip)
-        _check_std(name, "pretrain_std", pretrain_std)
+        if pretrain_std != "uniform" and (isinstance(pretrain_std, bool) or not (
+                pretrain_std is None
+                or isinstance(pretrain_std, (int, float)) and pretrain_std > 0)):
+            raise ValueError(f"{name}: pretrain_std={pretrain_std!r} must be a positive "
+                             f"number, None or 'uniform'")
         super().__init__(
             ModelCls, QModelCls, model_kwargs, q_model_kwargs,
             initial_model_state_dict, initial_q_model_state_dict,
@@ -92,13 +97,18 @@ class DdpgAgent(QpgAgent):
     @torch.no_grad()
     def step(self, observation, prev_action, prev_reward) -> AgentStep:
         mu = self.model(*self._on_device(observation, prev_action, prev_reward))
-        action = mu if self._mode == "eval" else self.distribution.sample(DistInfo(mean=mu))
+        if self._mode == "eval":
+            action = mu
+        elif self._pretraining and self.pretrain_std == "uniform":
+            action = 2 * torch.rand_like(mu) - 1
+        else:
+            action = self.distribution.sample(DistInfo(mean=mu))
         agent_step = AgentStep(action=self.to_env_action(action), agent_info=AgentInfo(mu=mu))
         return buffer_to(agent_step, "cpu")
 
     def sample_mode(self, itr):
         super().sample_mode(itr)
-        pretrain = self._pretraining and self.pretrain_std is not None
+        pretrain = self._pretraining and self.pretrain_std not in (None, "uniform")
         self.distribution.set_std(self.pretrain_std if pretrain else self.action_std)
 
     # ---- training ------------------------------------------------------------------

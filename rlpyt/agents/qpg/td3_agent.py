@@ -20,7 +20,8 @@ class Td3Agent(DdpgAgent):
     clipped actions cover the whole box).
 
     Args:
-        pretrain_std: exploration std before learning starts (default 0.5).
+        pretrain_std: exploration std before learning starts, or ``"uniform"`` (uniformly
+            random actions) (default 0.5).
         target_noise_std: std of the target-policy smoothing noise (default 0.2).
         target_noise_clip: clip of that noise (default 0.5).
         initial_q2_model_state_dict: accepted for compatibility with classic launch
@@ -37,7 +38,7 @@ class Td3Agent(DdpgAgent):
 
     def __init__(
         self,
-        pretrain_std: float | None = 0.5,
+        pretrain_std: float | str | None = 0.5,
         target_noise_std: float = 0.2,
         target_noise_clip: float = 0.5,
         initial_q2_model_state_dict=None,

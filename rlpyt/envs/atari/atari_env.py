@@ -241,6 +241,10 @@ class AtariEnv(Env):
     def horizon(self) -> int | None:
         return self._horizon
 
+    def render(self) -> np.ndarray:
+        """The current full-colour screen, ``[210, 160, 3]`` uint8 (for videos)."""
+        return self.ale.getScreenRGB()
+
     def get_action_meanings(self) -> list[str]:
         """Names of the actions (``"NOOP"``, ``"FIRE"``, ...), by action index."""
         return [a.name for a in self._action_set]

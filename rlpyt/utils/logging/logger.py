@@ -97,7 +97,9 @@ _resume = False
 TERMINAL_ROWS = ("table", "line")
 _terminal_rows = "table"
 _terminal_writer = None  # None: print(); a progress bar sets tqdm.write while it draws
-_LINE_KEYS = (("Iteration", "itr"), ("CumSteps", "steps"), ("ReturnAverage", "return"),
+# Atari rows show the whole game's unclipped score in place of the (clipped) return.
+_LINE_KEYS = (("Iteration", "itr"), ("CumSteps", "steps"), ("GameScoreAverage", "score"),
+              ("ReturnAverage", "return"),
               ("StepsPerSecond", "steps/s"), ("CumTime (s)", "time (s)"))
 
 
@@ -448,6 +450,8 @@ def _format_table(row: dict[str, Any]) -> list[str]:
 def _format_row_line(row: dict[str, Any]) -> str:
     parts = []
     for key, label in _LINE_KEYS:
+        if key == "ReturnAverage" and "GameScoreAverage" in row:
+            continue
         if key in row:
             val = row[key]
             text = f"{val:.4g}" if isinstance(val, (float, np.floating)) else str(val)

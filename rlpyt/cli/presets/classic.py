@@ -1,47 +1,14 @@
-"""Default training configurations per algorithm for ``rlpyt train``.
+"""Presets of classic control and Box2D ids (CartPole-v1, Pendulum-v1, ...): MLP agents.
 
-Each preset names its classes by import path (imported only when used) and gives
-keyword defaults known to learn the preset's default env.  Every value can be
-overridden on the command line (``--algo.learning_rate 3e-4``).
+The settings learn each preset's default env (the learning tests check them); on other
+small vector-observation envs they are a sound start.
 """
 
 from __future__ import annotations
 
-import importlib
-from dataclasses import dataclass, field
+from rlpyt.cli.presets.base import Preset
 
-from rlpyt.cli.overrides import ConfigError
-
-__all__ = ["MINATAR_PRESETS", "PRESETS", "Preset", "import_path", "preset_for"]
-
-
-def import_path(path: str):
-    """``"package.module:Name"`` -> the object."""
-    module, _, name = path.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
-@dataclass
-class Preset:
-    """One algorithm's default run.
-
-    Args:
-        algo: import path of the algorithm class.
-        agents: import path of the agent class per action kind ("discrete", "continuous").
-        env: default env id.
-        algo_kwargs, agent_kwargs, sampler_kwargs, runner_kwargs: keyword defaults.
-        description: one line for ``rlpyt train --help``.
-    """
-
-    algo: str
-    agents: dict
-    env: str
-    algo_kwargs: dict = field(default_factory=dict)
-    agent_kwargs: dict = field(default_factory=dict)
-    sampler_kwargs: dict = field(default_factory=dict)
-    runner_kwargs: dict = field(default_factory=dict)
-    description: str = ""
-
+__all__ = ["PRESETS"]
 
 _PG_AGENTS = {
     "discrete": "rlpyt.agents.pg.categorical:CategoricalPgAgent",
@@ -197,72 +164,3 @@ PRESETS.update(
                     "3-step returns)",
     ),
 )
-
-# MinAtar (Young & Tian 2019): `rlpyt train --algo dqn --env MinAtar/Breakout`.  The agents
-# build the paper's network (rlpyt.models.minatar).  DQN takes the paper's settings (batch 32,
-# replay 100k, one update per env step, target copy every 1000 updates, epsilon 1 -> 0.1 over
-# 100k steps after 5000 random ones, lr 2.5e-4) with the DQN class's Adam: the paper's centered
-# RMSProp is a class, which a JSON config cannot name (bench/minatar/dqn.py uses it).  Training
-# returns are the paper's measure, so the presets evaluate rarely.
-_MINATAR_SAMPLER = dict(max_decorrelation_steps=0, eval_n_envs=4, eval_max_trajectories=8)
-MINATAR_PREFIX = "MinAtar/"
-MINATAR_PRESETS: dict[str, Preset] = {
-    "dqn": Preset(
-        algo="rlpyt.algos.dqn.dqn:DQN",
-        agents={"discrete": "rlpyt.agents.dqn.minatar:MinAtarDqnAgent"},
-        env="MinAtar/Breakout",
-        algo_kwargs=dict(discount=0.99, batch_size=32, min_steps_learn=5_000,
-                         replay_size=100_000, replay_ratio=32, target_update_interval=1_000,
-                         learning_rate=2.5e-4, eps_steps=105_000, delta_clip=1.0,
-                         clip_grad_norm=None),
-        agent_kwargs=dict(eps_final=0.1, eps_eval=0.0),
-        sampler_kwargs=dict(batch_T=4, batch_B=1, **_MINATAR_SAMPLER),
-        runner_kwargs=dict(n_steps=5_000_000, log_interval_steps=100_000),
-        description="DQN with the MinAtar paper's network and settings",
-    ),
-    "r2d1": Preset(
-        algo="rlpyt.algos.dqn.r2d1:R2D1",
-        agents={"discrete": "rlpyt.agents.dqn.minatar:MinAtarR2d1Agent"},
-        env="MinAtar/Breakout",
-        algo_kwargs=dict(discount=0.99, batch_T=20, batch_B=32, warmup_T=10,
-                         store_rnn_state_interval=10, n_step_return=3, min_steps_learn=5_000,
-                         replay_size=100_000, replay_ratio=4, target_update_interval=1_000,
-                         eps_steps=105_000, learning_rate=2.5e-4),
-        sampler_kwargs=dict(batch_T=20, batch_B=8, **_MINATAR_SAMPLER),
-        runner_kwargs=dict(n_steps=5_000_000, log_interval_steps=100_000),
-        description="R2D1 with the MinAtar network and an LSTM of 128",
-    ),
-    "a2c": Preset(
-        algo="rlpyt.algos.pg.a2c:A2C",
-        agents={"discrete": "rlpyt.agents.pg.minatar:MinAtarPgAgent"},
-        env="MinAtar/Breakout",
-        algo_kwargs=dict(discount=0.99, learning_rate=7e-4, entropy_loss_coeff=0.01,
-                         value_loss_coeff=0.5, clip_grad_norm=0.5),
-        sampler_kwargs=dict(batch_T=5, batch_B=16, **_MINATAR_SAMPLER),
-        runner_kwargs=dict(n_steps=5_000_000, log_interval_steps=100_000),
-        description="A2C with the MinAtar paper's actor-critic network",
-    ),
-    "ppo": Preset(
-        algo="rlpyt.algos.pg.ppo:PPO",
-        agents={"discrete": "rlpyt.agents.pg.minatar:MinAtarPgAgent"},
-        env="MinAtar/Breakout",
-        # CleanRL's Atari PPO settings, with 16 envs of 128 steps per batch.
-        algo_kwargs=dict(discount=0.99, gae_lambda=0.95, learning_rate=2.5e-4, ratio_clip=0.1,
-                         epochs=4, minibatches=4, entropy_loss_coeff=0.01,
-                         value_loss_coeff=0.5, clip_grad_norm=0.5, normalize_advantage=True),
-        sampler_kwargs=dict(batch_T=128, batch_B=16, **_MINATAR_SAMPLER),
-        runner_kwargs=dict(n_steps=5_000_000, log_interval_steps=100_000),
-        description="PPO with the MinAtar paper's actor-critic network",
-    ),
-}
-
-
-def preset_for(algo: str, env_id: str | None) -> Preset:
-    """The preset of ``algo`` for ``env_id``: a MinAtar id gets its MinAtar preset (the
-    MinAtar network and settings), any other id the algorithm's own."""
-    if env_id is not None and env_id.startswith(MINATAR_PREFIX):
-        if algo not in MINATAR_PRESETS:
-            raise ConfigError(f"--algo {algo!r} has no MinAtar preset; MinAtar algorithms: "
-                             f"{sorted(MINATAR_PRESETS)}")
-        return MINATAR_PRESETS[algo]
-    return PRESETS[algo]

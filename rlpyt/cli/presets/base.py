@@ -1,0 +1,45 @@
+"""What a preset is: the classes and keyword defaults of one algorithm on one env family."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+
+__all__ = ["Preset", "import_path"]
+
+
+def import_path(path: str):
+    """``"package.module:Name"`` -> the object."""
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+@dataclass
+class Preset:
+    """One algorithm's default run on one env family.
+
+    Args:
+        algo: import path of the algorithm class.
+        agents: import path of the agent class per action kind ("discrete", "continuous").
+        env: default env id.
+        algo_kwargs, agent_kwargs, sampler_kwargs, runner_kwargs: keyword defaults.
+        env_kwargs: env keywords the algorithm needs on this family (e.g. unclipped
+            rewards for R2D2's value rescaling), over the family's own (default none).
+        env_overrides: per env name (the id without its version, e.g. ``"HalfCheetah"``),
+            keyword defaults that differ from the family's, as
+            ``{"algo": {...}, "agent": {...}, ...}`` (default none).
+        source: where the values come from, printed when a run starts.
+        description: one line for ``rlpyt train --help``.
+    """
+
+    algo: str
+    agents: dict
+    env: str
+    algo_kwargs: dict = field(default_factory=dict)
+    agent_kwargs: dict = field(default_factory=dict)
+    sampler_kwargs: dict = field(default_factory=dict)
+    runner_kwargs: dict = field(default_factory=dict)
+    env_kwargs: dict = field(default_factory=dict)
+    env_overrides: dict = field(default_factory=dict)
+    source: str = ""
+    description: str = ""

@@ -1,0 +1,121 @@
+"""Presets of Gymnasium's MuJoCo ids (HalfCheetah, Hopper, Walker2d, Ant, Humanoid, ...).
+
+Each preset takes the settings of one published source, named in ``source`` (printed
+when a run starts) and beside the values.  Evaluation follows the sources' protocol: the
+deterministic policy (the mean action), 10 episodes every 5,000 env steps.  Every value
+can be overridden on the command line.
+"""
+
+from __future__ import annotations
+
+from rlpyt.cli.presets.base import Preset
+
+__all__ = ["MUJOCO_PRESETS"]
+
+# One env, one env step per iteration; 10 evaluation episodes (of at most 1,000 steps)
+# every 5,000 steps, as the TD3 paper and Tianshou's benchmark evaluate.
+_OFF_POLICY_SAMPLER = dict(batch_T=1, batch_B=1, max_decorrelation_steps=0, eval_n_envs=10,
+                           eval_max_trajectories=10)
+_OFF_POLICY_RUNNER = dict(n_steps=1_000_000, log_interval_steps=5_000)
+# The TD3 paper (Fujimoto et al. 2018, Section 6.1 and its appendix): 400-300 ReLU
+# networks, Adam 1e-3 for actor and critic, batch 100, tau 0.005, exploration N(0, 0.1);
+# purely random actions for the first 10k steps on HalfCheetah and Ant, 1k elsewhere.
+_TD3_NETWORKS = dict(model_kwargs=dict(hidden_sizes=[400, 300]),
+                     q_model_kwargs=dict(hidden_sizes=[400, 300]))
+_TD3_PAPER = dict(discount=0.99, batch_size=100, replay_ratio=100, min_steps_learn=1_000,
+                  replay_size=1_000_000, target_update_tau=0.005, learning_rate=1e-3,
+                  q_learning_rate=1e-3)
+_TD3_LONG_START = {name: dict(algo=dict(min_steps_learn=10_000)) for name in ("HalfCheetah",
+                                                                               "Ant")}
+
+MUJOCO_PRESETS: dict[str, Preset] = {
+    "sac": Preset(
+        algo="rlpyt.algos.qpg.sac:SAC",
+        agents={"continuous": "rlpyt.agents.qpg.sac_agent:SacAgent"},
+        env="HalfCheetah-v5",
+        # Tianshou's MuJoCo benchmark (examples/mujoco/mujoco_sac.py, the settings of its
+        # published 10-seed curves): 256-256 networks, Adam 1e-3 for actor and critics,
+        # a fixed temperature of 0.2, batch 256, one update per env step, tau 0.005, 10k
+        # uniformly random steps before learning.
+        algo_kwargs=dict(discount=0.99, batch_size=256, replay_ratio=256,
+                         min_steps_learn=10_000, replay_size=1_000_000,
+                         target_update_tau=0.005, learning_rate=1e-3, fixed_alpha=0.2),
+        agent_kwargs=dict(model_kwargs=dict(hidden_sizes=[256, 256]),
+                          q_model_kwargs=dict(hidden_sizes=[256, 256]),
+                          pretrain_std="uniform"),
+        sampler_kwargs=_OFF_POLICY_SAMPLER,
+        runner_kwargs=_OFF_POLICY_RUNNER,
+        source="Tianshou's MuJoCo SAC benchmark (examples/mujoco/mujoco_sac.py)",
+        description="Soft Actor-Critic (twin critics, fixed temperature 0.2)",
+    ),
+    "td3": Preset(
+        algo="rlpyt.algos.qpg.td3:TD3",
+        agents={"continuous": "rlpyt.agents.qpg.td3_agent:Td3Agent"},
+        env="HalfCheetah-v5",
+        # The TD3 paper's settings (above), with its target smoothing N(0, 0.2) clipped at
+        # 0.5 and policy and target updates every 2 critic updates (the class defaults).
+        algo_kwargs=dict(_TD3_PAPER, policy_update_interval=2, target_update_interval=2),
+        agent_kwargs=dict(_TD3_NETWORKS, action_std=0.1, pretrain_std="uniform",
+                          target_noise_std=0.2, target_noise_clip=0.5),
+        sampler_kwargs=_OFF_POLICY_SAMPLER,
+        runner_kwargs=_OFF_POLICY_RUNNER,
+        env_overrides=_TD3_LONG_START,
+        source="the TD3 paper, Fujimoto et al. 2018",
+        description="Twin Delayed DDPG (clipped double Q, target smoothing, delayed policy)",
+    ),
+    "ddpg": Preset(
+        algo="rlpyt.algos.qpg.ddpg:DDPG",
+        agents={"continuous": "rlpyt.agents.qpg.ddpg_agent:DdpgAgent"},
+        env="HalfCheetah-v5",
+        # The TD3 paper's re-tuned DDPG ("Our DDPG"): TD3's networks, optimizer, batch and
+        # exploration, one critic, policy and targets updated every step.
+        algo_kwargs=dict(_TD3_PAPER, policy_update_interval=1, target_update_interval=1),
+        agent_kwargs=dict(_TD3_NETWORKS, action_std=0.1, pretrain_std="uniform"),
+        sampler_kwargs=_OFF_POLICY_SAMPLER,
+        runner_kwargs=_OFF_POLICY_RUNNER,
+        env_overrides=_TD3_LONG_START,
+        source="the TD3 paper's DDPG ('Our DDPG'), Fujimoto et al. 2018",
+        description="Deep Deterministic Policy Gradient",
+    ),
+    "ppo": Preset(
+        algo="rlpyt.algos.pg.ppo:PPO",
+        agents={"continuous": "rlpyt.agents.pg.mujoco:MujocoFfAgent"},
+        env="HalfCheetah-v5",
+        # CleanRL's ppo_continuous_action.py (the PPO paper's MuJoCo settings, Schulman et
+        # al. 2017, Table 3): one env, 2048 steps a batch, 10 epochs of 32 minibatches,
+        # Adam 3e-4 annealed to 0, discount 0.99, GAE lambda 0.95, clip 0.2, 64-64 tanh
+        # networks, normalised observations.  CleanRL also normalises rewards, which the
+        # library's PPO does not.
+        algo_kwargs=dict(discount=0.99, gae_lambda=0.95, learning_rate=3e-4, ratio_clip=0.2,
+                         epochs=10, minibatches=32, entropy_loss_coeff=0.0,
+                         value_loss_coeff=0.5, clip_grad_norm=0.5, normalize_advantage=True,
+                         linear_lr_schedule=True),
+        agent_kwargs=dict(model_kwargs=dict(hidden_sizes=[64, 64],
+                                            normalize_observation=True)),
+        sampler_kwargs=dict(batch_T=2048, batch_B=1, max_decorrelation_steps=0,
+                            eval_n_envs=10, eval_max_trajectories=10),
+        runner_kwargs=dict(n_steps=1_000_000, log_interval_steps=20_480),
+        source="CleanRL's ppo_continuous_action.py (PPO paper, Table 3)",
+        description="Proximal Policy Optimization (clipped surrogate, GAE)",
+    ),
+    "a2c": Preset(
+        algo="rlpyt.algos.pg.a2c:A2C",
+        agents={"continuous": "rlpyt.agents.pg.mujoco:MujocoFfAgent"},
+        env="HalfCheetah-v5",
+        # The RL Baselines3 Zoo's tuned A2C for the PyBullet locomotion tasks (a2c.yml,
+        # HalfCheetahBulletEnv-v0): 4 envs of 8 steps, GAE lambda 0.9, value coefficient
+        # 0.4, no entropy bonus, gradient clip 0.5, normalised observations, initial log
+        # std -2, learning rate 9.6e-4.  The zoo anneals the rate linearly and adds gSDE
+        # exploration and RMSprop, which this preset does not have (Adam, constant rate).
+        algo_kwargs=dict(discount=0.99, gae_lambda=0.9, learning_rate=9.6e-4,
+                         entropy_loss_coeff=0.0, value_loss_coeff=0.4, clip_grad_norm=0.5,
+                         normalize_advantage=False),
+        agent_kwargs=dict(model_kwargs=dict(hidden_sizes=[64, 64], init_log_std=-2.0,
+                                            normalize_observation=True)),
+        sampler_kwargs=dict(batch_T=8, batch_B=4, max_decorrelation_steps=0,
+                            eval_n_envs=10, eval_max_trajectories=10),
+        runner_kwargs=dict(n_steps=2_000_000, log_interval_steps=20_000),
+        source="RL Baselines3 Zoo a2c.yml (HalfCheetahBulletEnv-v0), without gSDE",
+        description="Advantage Actor-Critic (synchronous A3C)",
+    ),
+}
