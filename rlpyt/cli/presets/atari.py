@@ -20,6 +20,7 @@ __all__ = ["ATARI_PRESETS", "NATURE_CNN"]
 # Mnih et al. 2015: 32 8x8/4, 64 4x4/2, 64 3x3/1 convolutions, 512 units (84x84 -> 7x7).
 NATURE_CNN = dict(channels=[32, 64, 64], kernel_sizes=[8, 4, 3], strides=[4, 2, 1],
                   paddings=[0, 0, 0], fc_sizes=512)
+"""``model_kwargs`` of the Nature DQN conv net for the policy-gradient Atari models."""
 _EVAL = dict(eval_n_envs=4, eval_max_trajectories=8, eval_max_steps=100_000)
 _PG_AGENT = {"discrete": "rlpyt.agents.pg.atari:AtariFfAgent"}
 _DQN_AGENT = {"discrete": "rlpyt.agents.dqn.atari.atari_dqn_agent:AtariDqnAgent"}
@@ -132,3 +133,4 @@ ATARI_PRESETS: dict[str, Preset] = {
                     "--runner async)",
     ),
 }
+"""The Atari presets by algorithm name (default env ALE/Pong-v5)."""

@@ -81,6 +81,7 @@ PRESETS: dict[str, Preset] = {
         description="Recurrent DQN from replayed sequences (R2D2 with one learner)",
     ),
 }
+"""The classic-control presets by algorithm name (default envs CartPole-v1 and Pendulum-v1)."""
 
 # Off-policy continuous control, with the settings of examples/<algo>_pendulum.py (checked
 # by tests/test_qpg_learning.py): (64, 64) networks, batch 64, one update per env step.

@@ -20,6 +20,7 @@ FAMILY_PRESETS: dict[str, dict[str, Preset]] = {
     "classic": PRESETS, "minatar": MINATAR_PRESETS, "atari": ATARI_PRESETS,
     "mujoco": MUJOCO_PRESETS,
 }
+"""The presets of each env family (``env_family``'s names)."""
 FAMILY_NAMES = {"classic": "classic control", "minatar": "MinAtar", "atari": "Atari",
                 "mujoco": "MuJoCo"}
 ENV_MAKERS = {"atari": "rlpyt.envs.atari.ids:make_atari"}  # others: rlpyt.envs.gym:make

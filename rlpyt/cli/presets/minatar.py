@@ -14,6 +14,7 @@ __all__ = ["MINATAR_PREFIX", "MINATAR_PRESETS"]
 # returns are the paper's measure, so the presets evaluate rarely.
 _MINATAR_SAMPLER = dict(max_decorrelation_steps=0, eval_n_envs=4, eval_max_trajectories=8)
 MINATAR_PREFIX = "MinAtar/"
+"""The id prefix of MinAtar envs (``MinAtar/Breakout``)."""
 MINATAR_PRESETS: dict[str, Preset] = {
     "dqn": Preset(
         algo="rlpyt.algos.dqn.dqn:DQN",
@@ -63,3 +64,4 @@ MINATAR_PRESETS: dict[str, Preset] = {
         description="PPO with the MinAtar paper's actor-critic network",
     ),
 }
+"""The MinAtar presets by algorithm name."""

@@ -119,3 +119,4 @@ MUJOCO_PRESETS: dict[str, Preset] = {
         description="Advantage Actor-Critic (synchronous A3C)",
     ),
 }
+"""The MuJoCo presets by algorithm name (default env HalfCheetah-v5)."""
