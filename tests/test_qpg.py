@@ -531,6 +531,22 @@ def test_sac_pretraining_uniform_and_wide_then_policy():
     assert wide._pretraining
 
 
+@pytest.mark.parametrize("cls", [DdpgAgent, Td3Agent])
+def test_ddpg_pretraining_uniform_then_policy_noise(cls):
+    """pretrain_std='uniform' (the TD3 paper's first steps): actions uniform over the box
+    whatever the policy says, then the policy's mean plus action_std noise."""
+    agent = make_agent(cls, pretrain_std="uniform")
+    agent.give_min_itr_learn(3)
+    o = torch.zeros(4000, OBS_DIM)
+    agent.sample_mode(itr=2)
+    action = agent.step(o, torch.zeros(4000, 1), torch.zeros(4000)).action
+    assert abs(float(action.mean())) < 0.1 and float(action.std()) > 1.1  # U(-2, 2): std 1.15
+    agent.sample_mode(itr=3)
+    assert float(agent.distribution.std) == pytest.approx(agent.action_std)
+    with pytest.raises(ValueError, match="pretrain_std='gauss'.*'uniform'"):
+        cls(pretrain_std="gauss")
+
+
 def test_ddpg_exploration_std_switches_after_pretraining():
     agent = make_agent(Td3Agent)
     agent.give_min_itr_learn(2)

@@ -1,0 +1,92 @@
+"""MuJoCo ids get the MuJoCo presets: each algorithm's published settings, named at the
+start of the run, with the per-env values of their source."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+
+import pytest
+
+pytest.importorskip("mujoco")
+
+from rlpyt.cli import main  # noqa: E402
+from rlpyt.cli.presets import MUJOCO_PRESETS, PRESETS, env_family, preset_for  # noqa: E402
+from rlpyt.cli.train import add_train_parser, build_config  # noqa: E402
+
+
+def _config(*argv: str) -> dict:
+    parser = argparse.ArgumentParser()
+    add_train_parser(parser.add_subparsers())
+    args, extra = parser.parse_known_args(["train", *argv])
+    return build_config(args, extra)
+
+
+@pytest.mark.parametrize("env_id", ["HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5",
+                                    "Humanoid-v5"])
+def test_mujoco_ids_get_the_mujoco_presets(env_id):
+    assert env_family(env_id) == "mujoco"
+    for algo in MUJOCO_PRESETS:
+        assert preset_for(algo, env_id) is MUJOCO_PRESETS[algo]
+    assert preset_for("sac", "Pendulum-v1") is PRESETS["sac"]
+
+
+def test_sac_preset_is_tianshous_benchmark():
+    config = _config("--algo", "sac", "--env", "HalfCheetah-v5")
+    algo, agent = config["algo"], config["agent"]
+    assert (algo["learning_rate"], algo["fixed_alpha"], algo["batch_size"],
+            algo["min_steps_learn"]) == (1e-3, 0.2, 256, 10_000)
+    assert agent["model_kwargs"]["hidden_sizes"] == [256, 256]
+    assert agent["pretrain_std"] == "uniform"
+    assert (config["sampler"]["eval_max_trajectories"], config["runner"]["log_interval_steps"]
+            ) == (10, 5_000)
+
+
+def test_td3_random_start_is_the_papers_per_env():
+    """The TD3 paper: 10k random steps on HalfCheetah and Ant, 1k elsewhere."""
+    for env_id, start in [("HalfCheetah-v5", 10_000), ("Ant-v5", 10_000), ("Hopper-v5", 1_000),
+                          ("Walker2d-v4", 1_000)]:
+        for algo in ("td3", "ddpg"):
+            assert _config("--algo", algo, "--env", env_id)["algo"]["min_steps_learn"] == start
+    td3 = _config("--algo", "td3", "--env", "Hopper-v5")
+    assert td3["agent"]["model_kwargs"]["hidden_sizes"] == [400, 300]
+    assert (td3["algo"]["batch_size"], td3["algo"]["learning_rate"]) == (100, 1e-3)
+
+
+def test_a_flag_still_wins_over_the_per_env_value():
+    config = _config("--algo", "td3", "--env", "HalfCheetah-v5", "--algo.min_steps_learn", "500")
+    assert config["algo"]["min_steps_learn"] == 500
+
+
+def test_discrete_algorithm_on_mujoco_names_what_fits():
+    from rlpyt.cli.overrides import ConfigError
+
+    with pytest.raises(ConfigError, match=r"no MuJoCo preset.*\['a2c', 'ddpg', 'ppo', 'sac', "
+                                          r"'td3'\].*discrete actions"):
+        preset_for("dqn", "HalfCheetah-v5")
+
+
+CLI_CASES = {
+    "sac": ["--n-steps", "600", "--algo.min_steps_learn", "300"],
+    "td3": ["--n-steps", "600", "--algo.min_steps_learn", "300"],
+    "ddpg": ["--n-steps", "600", "--algo.min_steps_learn", "300"],
+    "ppo": ["--n-steps", "4096"],
+    "a2c": ["--n-steps", "640"],
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algo", sorted(CLI_CASES))
+def test_every_mujoco_preset_trains_from_the_cli(algo, tmp_path, capsys):
+    extra = CLI_CASES[algo]
+    n_steps = int(extra[extra.index("--n-steps") + 1])
+    code = main(["train", "--algo", algo, "--env", "Hopper-v5", "--log-dir", str(tmp_path),
+                 "--runner.log_interval_steps", str(n_steps // 2),
+                 "--sampler.eval_n_envs", "2", "--sampler.eval_max_trajectories", "2",
+                 *extra])
+    assert code == 0, capsys.readouterr().err
+    with open(tmp_path / "run_0" / "progress.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert int(float(rows[-1]["CumSteps"])) >= n_steps
+    debug = (tmp_path / "run_0" / "debug.log").read_text()
+    assert f"Preset: {algo} for mujoco ids, values from {MUJOCO_PRESETS[algo].source}" in debug
