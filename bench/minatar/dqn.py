@@ -4,8 +4,15 @@ The paper's settings (its ``examples/dqn.py``): the network of ``MinAtarDqnModel
 (3x3 conv of 16, 128 hidden units), batch 32, replay 100k, one gradient step per env
 step (``replay_ratio=32``), a hard target copy every 1000 steps, 5000 uniformly random
 steps before learning, epsilon 1 -> 0.1 over the next 100k steps, Huber loss, centered
-RMSProp (lr 2.5e-4, squared-gradient decay 0.95, momentum 0.95, eps 0.01), discount
-0.99, no gradient clipping, all 6 actions, sticky actions 0.1, difficulty ramping.
+RMSProp (lr 2.5e-4, squared-gradient decay 0.95, eps 0.01, no momentum), discount 0.99,
+no gradient clipping, all 6 actions, sticky actions 0.1, difficulty ramping.
+
+No momentum: the script that made the paper's figures defines a gradient momentum of 0.95
+but never passes it to the optimizer (MinAtar pull request #37 later passed it; its
+author called the 0.95 of the DQN Nature paper a decay of the first and second moments,
+which centered RMSProp's single ``alpha`` already is).  Momentum 0.95 multiplies the
+step about 20-fold: with it, Breakout at the paper's best step size stalled near 3
+(docs/notes/minatar.md).
 One env (``batch_B=1``); the sampler collects ``batch_T=4`` steps between the 4
 gradient steps of each iteration.
 
@@ -41,7 +48,7 @@ ALGO_KWARGS = dict(
     discount=0.99, batch_size=32, min_steps_learn=5_000, replay_size=100_000,
     replay_ratio=32, target_update_interval=1_000, learning_rate=2.5e-4,
     OptimCls=torch.optim.RMSprop,
-    optim_kwargs=dict(alpha=0.95, momentum=0.95, eps=0.01, centered=True),
+    optim_kwargs=dict(alpha=0.95, momentum=0.0, eps=0.01, centered=True),
     eps_steps=105_000, delta_clip=1.0, clip_grad_norm=None,
 )
 AGENT_KWARGS = dict(eps_final=0.1, eps_eval=0.0)
