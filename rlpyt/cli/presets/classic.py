@@ -27,6 +27,7 @@ PRESETS: dict[str, Preset] = {
         sampler_kwargs=dict(batch_T=32, batch_B=8, max_decorrelation_steps=0,
                             eval_n_envs=4, eval_max_trajectories=8),
         runner_kwargs=dict(n_steps=100_000, log_interval_steps=10_000),
+        source="tuned here on CartPole-v1 (docs/notes/learning_tests.md)",
         description="Proximal Policy Optimization (clipped surrogate, GAE)",
     ),
     "a2c": Preset(
@@ -38,6 +39,7 @@ PRESETS: dict[str, Preset] = {
         sampler_kwargs=dict(batch_T=5, batch_B=8, max_decorrelation_steps=0,
                             eval_n_envs=4, eval_max_trajectories=8),
         runner_kwargs=dict(n_steps=500_000, log_interval_steps=25_000),
+        source="tuned here on CartPole-v1 (docs/notes/learning_tests.md)",
         description="Advantage Actor-Critic (synchronous A3C)",
     ),
     "impala": Preset(
@@ -48,10 +50,10 @@ PRESETS: dict[str, Preset] = {
         # under the default runner (every rho is 1), off-policy-corrected with
         # --runner async (checked by tests/test_pg_learning.py, test_async_learning.py).
         # The entropy bonus is the class default's: without it a solved CartPole fell back
-        # to a cart-drift policy (docs/benchmarks.md, "IMPALA: why a solved CartPole fell
+        # to a cart-drift policy (docs/notes/impala_cartpole.md, "why a solved CartPole fell
         # back"; budget end held 475 in 4 of 5 seeds with it).
         # reward_scale: values of order 10 instead of 100, which the critic reaches in
-        # the budget (docs/benchmarks.md, "IMPALA: the critic's scale"; with 1 a solved
+        # the budget (docs/notes/impala_cartpole.md, "the critic's scale"; with 1 a solved
         # CartPole fell back in about half the seeds, sync and async).
         algo_kwargs=dict(discount=0.99, vtrace_lambda=0.95, learning_rate=1e-3,
                          entropy_loss_coeff=0.01, value_loss_coeff=0.5, clip_grad_norm=0.5,
@@ -59,6 +61,7 @@ PRESETS: dict[str, Preset] = {
         sampler_kwargs=dict(batch_T=16, batch_B=8, max_decorrelation_steps=0,
                             eval_n_envs=4, eval_max_trajectories=8),
         runner_kwargs=dict(n_steps=300_000, log_interval_steps=20_000),
+        source="tuned here on CartPole-v1 (docs/notes/impala_cartpole.md)",
         description="IMPALA's V-trace actor-critic (asynchronous with --runner async)",
     ),
     "r2d1": Preset(
@@ -70,7 +73,7 @@ PRESETS: dict[str, Preset] = {
         # k target copies of n-step targets the values see n * k steps ahead: 5-step
         # targets copied every 25 updates (one per 2,000 env steps) see about 500 steps
         # within 200k, where 3-step targets copied every 100 saw 72, and the cart drifted
-        # off the track (docs/benchmarks.md, "R2D1 on CartPole: the values' horizon").
+        # off the track (docs/notes/r2d1_horizon.md).
         algo_kwargs=dict(discount=0.99, batch_T=20, batch_B=32, warmup_T=10,
                          store_rnn_state_interval=10, n_step_return=5, min_steps_learn=5_000,
                          replay_size=50_000, replay_ratio=8, target_update_interval=25,
@@ -78,6 +81,7 @@ PRESETS: dict[str, Preset] = {
         sampler_kwargs=dict(batch_T=20, batch_B=16, max_decorrelation_steps=0,
                             eval_n_envs=4, eval_max_trajectories=8),
         runner_kwargs=dict(n_steps=300_000, log_interval_steps=10_000),
+        source="tuned here on CartPole-v1 (docs/notes/r2d1_horizon.md)",
         description="Recurrent DQN from replayed sequences (R2D2 with one learner)",
     ),
 }
@@ -99,6 +103,7 @@ PRESETS.update(
         agent_kwargs=_QPG_SMALL,
         sampler_kwargs=_QPG_SAMPLER,
         runner_kwargs=dict(n_steps=20_000, log_interval_steps=2_000),
+        source="tuned here on Pendulum-v1 (docs/notes/learning_tests.md)",
         description="Soft Actor-Critic (twin critics, learned entropy temperature)",
     ),
     td3=Preset(
@@ -110,6 +115,7 @@ PRESETS.update(
         agent_kwargs=_QPG_SMALL,
         sampler_kwargs=_QPG_SAMPLER,
         runner_kwargs=dict(n_steps=20_000, log_interval_steps=2_000),
+        source="tuned here on Pendulum-v1 (docs/notes/learning_tests.md)",
         description="Twin Delayed DDPG (clipped double Q, target smoothing, delayed policy)",
     ),
     ddpg=Preset(
@@ -121,6 +127,7 @@ PRESETS.update(
         agent_kwargs=_QPG_SMALL,
         sampler_kwargs=_QPG_SAMPLER,
         runner_kwargs=dict(n_steps=20_000, log_interval_steps=2_000),
+        source="tuned here on Pendulum-v1 (docs/notes/learning_tests.md)",
         description="Deep Deterministic Policy Gradient",
     ),
 )
@@ -134,9 +141,9 @@ _DQN_CARTPOLE = dict(discount=0.99, batch_size=64, min_steps_learn=1_000, replay
 # Double Q-learning and 3-step returns keep a solved CartPole solved: with one-step plain
 # DQN it fell back (the test's end-of-run rule held in 3 of 5 seeds, the mean of the last
 # two evaluations at 100k steps in 0 of 5; with these, 4 of 5 and 2 of 5; C51 with them:
-# 5 of 5 and 5 of 5; docs/benchmarks.md, "DQN and C51: staying solved").  DQN also takes
+# 5 of 5 and 5 of 5; docs/notes/dqn_cartpole.md).  DQN also takes
 # Adam at 5e-4: at 1e-3 its evaluations still dipped after solving (budget end 2 of 5),
-# at 5e-4 5 of 5 held 500 (2026-11-27).
+# at 5e-4 5 of 5 held 500.
 _DQN_HOLDS = dict(double_dqn=True, n_step_return=3)
 _DQN_SAMPLER = dict(batch_T=4, batch_B=8, max_decorrelation_steps=0, eval_n_envs=5,
                     eval_max_trajectories=5)
@@ -149,6 +156,7 @@ PRESETS.update(
         agent_kwargs=dict(eps_final=0.02, model_kwargs=dict(hidden_sizes=[128, 128])),
         sampler_kwargs=_DQN_SAMPLER,
         runner_kwargs=dict(n_steps=100_000, log_interval_steps=5_000),
+        source="tuned here on CartPole-v1 (docs/notes/dqn_cartpole.md)",
         description="Deep Q-Network (double, 3-step returns, Huber loss, target network, "
                     "time-limit bootstrapping)",
     ),
@@ -161,6 +169,7 @@ PRESETS.update(
         agent_kwargs=dict(eps_final=0.02, model_kwargs=dict(hidden_sizes=[128, 128])),
         sampler_kwargs=_DQN_SAMPLER,
         runner_kwargs=dict(n_steps=100_000, log_interval_steps=5_000),
+        source="tuned here on CartPole-v1 (docs/notes/dqn_cartpole.md)",
         description="Categorical DQN (C51: distribution over 51 return atoms; double, "
                     "3-step returns)",
     ),

@@ -27,6 +27,7 @@ MINATAR_PRESETS: dict[str, Preset] = {
         agent_kwargs=dict(eps_final=0.1, eps_eval=0.0),
         sampler_kwargs=dict(batch_T=4, batch_B=1, **_MINATAR_SAMPLER),
         runner_kwargs=dict(n_steps=5_000_000, log_interval_steps=100_000),
+        source="the MinAtar paper, Young & Tian 2019 (its examples/dqn.py), with Adam",
         description="DQN with the MinAtar paper's network and settings",
     ),
     "r2d1": Preset(
@@ -39,6 +40,7 @@ MINATAR_PRESETS: dict[str, Preset] = {
                          eps_steps=105_000, learning_rate=2.5e-4),
         sampler_kwargs=dict(batch_T=20, batch_B=8, **_MINATAR_SAMPLER),
         runner_kwargs=dict(n_steps=5_000_000, log_interval_steps=100_000),
+        source="R2D2 (Kapturowski et al. 2019) scaled to MinAtar, tuned here",
         description="R2D1 with the MinAtar network and an LSTM of 128",
     ),
     "a2c": Preset(
@@ -49,6 +51,7 @@ MINATAR_PRESETS: dict[str, Preset] = {
                          value_loss_coeff=0.5, clip_grad_norm=0.5),
         sampler_kwargs=dict(batch_T=5, batch_B=16, **_MINATAR_SAMPLER),
         runner_kwargs=dict(n_steps=5_000_000, log_interval_steps=100_000),
+        source="A2C (Mnih et al. 2016) at classic rlpyt's Atari settings",
         description="A2C with the MinAtar paper's actor-critic network",
     ),
     "ppo": Preset(
@@ -61,6 +64,7 @@ MINATAR_PRESETS: dict[str, Preset] = {
                          value_loss_coeff=0.5, clip_grad_norm=0.5, normalize_advantage=True),
         sampler_kwargs=dict(batch_T=128, batch_B=16, **_MINATAR_SAMPLER),
         runner_kwargs=dict(n_steps=5_000_000, log_interval_steps=100_000),
+        source="CleanRL's ppo_atari.py, 16 envs",
         description="PPO with the MinAtar paper's actor-critic network",
     ),
 }
