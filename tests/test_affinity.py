@@ -594,3 +594,41 @@ def test_quick_affinity_code_takes_contexts_per_gpu(monkeypatch):
     assert get_n_run_slots(code) == 4
     with pytest.raises(ValueError, match="contexts_per_gpu=0 is invalid"):
         quick_affinity_code(contexts_per_gpu=0)
+
+
+# ---------------------------------------------------------------- module structure
+
+AFFINITY_MODULES = ("affinity", "affinity_spec", "affinity_layout", "affinity_sizes")
+
+
+def _imported_modules(name: str) -> set[str]:
+    """Every rlpyt module that ``rlpyt.utils.launching.<name>`` imports, at any level
+    (module top, function bodies, ``TYPE_CHECKING`` blocks)."""
+    import ast
+    import importlib
+
+    path = importlib.import_module(f"rlpyt.utils.launching.{name}").__file__
+    with open(path) as f:
+        tree = ast.parse(f.read())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return {m for m in found if m.startswith("rlpyt.")}
+
+
+def test_affinity_modules_import_downwards_only():
+    """No import circle among the affinity modules, hidden in a function or not: each
+    imports only those after it in AFFINITY_MODULES (the spec validates by laying every
+    slot out, and the layout reads the sizes the spec is made of)."""
+    for i, name in enumerate(AFFINITY_MODULES):
+        above = {f"rlpyt.utils.launching.{m}" for m in AFFINITY_MODULES[:i + 1]}
+        assert not _imported_modules(name) & above, name
+    from rlpyt.utils.launching.affinity_layout import slot_parts
+    from rlpyt.utils.launching.affinity_spec import AffinitySpec
+
+    spec = parse_code("8cpu_2cpr")[1]
+    assert isinstance(spec, AffinitySpec) and spec.n_run_slots == 4
+    assert [part.cores for part in slot_parts(spec, 1)] == [(2, 3)]

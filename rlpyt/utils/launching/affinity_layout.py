@@ -18,10 +18,8 @@ each (at least 1) at the start of the run's cores, and the sampler(s) the rest.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from rlpyt.utils.launching.affinity_spec import AffinitySpec
+from rlpyt.utils.launching.affinity_sizes import AffinitySizes
 
 __all__ = ["Part", "core_index", "slot_parts"]
 
@@ -41,12 +39,12 @@ class Part:
     worker_cores: tuple[int, ...] = ()
 
 
-def core_index(spec: AffinitySpec, k: int) -> int:
+def core_index(spec: AffinitySizes, k: int) -> int:
     """Core index of the ``k``-th used core (used cores counted socket by socket)."""
     return (k // spec.cores_per_socket) * spec.socket_stride + k % spec.cores_per_socket
 
 
-def slot_parts(spec: AffinitySpec, run_slot: int) -> list[Part]:
+def slot_parts(spec: AffinitySizes, run_slot: int) -> list[Part]:
     """The parts of run slot ``run_slot``: replicas, or optimizers then samplers."""
     if not spec.async_sample:
         return _sync_parts(spec, run_slot)
@@ -55,7 +53,7 @@ def slot_parts(spec: AffinitySpec, run_slot: int) -> list[Part]:
     return _async_gpu_parts(spec, run_slot)
 
 
-def _block(spec: AffinitySpec, first: int, length: int) -> tuple[int, ...]:
+def _block(spec: AffinitySizes, first: int, length: int) -> tuple[int, ...]:
     return tuple(core_index(spec, k) for k in range(first, first + length))
 
 
@@ -63,7 +61,7 @@ def _usable(cores: tuple[int, ...], cpu_per_worker: int) -> tuple[int, ...]:
     return cores[:len(cores) // cpu_per_worker * cpu_per_worker]
 
 
-def _sync_parts(spec: AffinitySpec, run_slot: int) -> list[Part]:
+def _sync_parts(spec: AffinitySizes, run_slot: int) -> list[Part]:
     """One part per replica: a block of cores (next to its GPU, if any)."""
     res = spec.cpu_reserved
     if spec.n_gpu == 0:
@@ -85,7 +83,7 @@ def _sync_parts(spec: AffinitySpec, run_slot: int) -> list[Part]:
     return parts
 
 
-def _async_cpu_parts(spec: AffinitySpec, run_slot: int) -> list[Part]:
+def _async_cpu_parts(spec: AffinitySizes, run_slot: int) -> list[Part]:
     """No GPU: the optimizer takes the run's first cores, the sampler the rest."""
     cores = _block(spec, run_slot * spec.cores_per_run, spec.cores_per_run)
     n_opt = spec.optimizer_cores
@@ -93,7 +91,7 @@ def _async_cpu_parts(spec: AffinitySpec, run_slot: int) -> list[Part]:
     return [Part("optimizer", None, cores[:n_opt]), Part("sampler", None, sampler, sampler)]
 
 
-def _async_gpu_parts(spec: AffinitySpec, run_slot: int) -> list[Part]:
+def _async_gpu_parts(spec: AffinitySizes, run_slot: int) -> list[Part]:
     """Classic rlpyt's async layout (see the module docstring)."""
     gpr, res, cpw = spec.gpu_per_run, spec.optimizer_cores, spec.cpu_per_worker
     total, n_sampler = spec.gpus_per_run, spec.sample_gpus
