@@ -150,3 +150,93 @@ def test_compiled_rmsprop_falls_back_when_compiling_fails(monkeypatch):
     for p, q in zip(params, ref_params):
         assert torch.equal(p, q)  # RMSprop.step() itself from then on
     assert float(optimizer.state[params[0]]["step"]) == 4
+
+
+# ---- the guard: a torch without the private names steps through the public path ---------
+
+def test_every_private_name_exists_on_this_torch():
+    """The direct steps are live here: each private name they read is present.  When a
+    torch release renames one, the steps fall back (tests below) and this test says
+    which name to look up again."""
+    missing = [role for role in optim_module._PRIVATE if optim_module._private(role) is None]
+    assert not missing, f"this torch lacks {missing}: the direct steps take the public path"
+    optimizer = torch.optim.Adam(_params(), lr=1e-3)
+    assert all(hasattr(optimizer, name) for name in optim_module._OPTIMIZER_STEP_HOOKS)
+
+
+def _rename(monkeypatch, role):
+    """Simulate a torch that no longer has the private name of ``role`` (torch's own
+    optimizers keep theirs: only this module looks for a name that is not there)."""
+    if role == "optimizer_step_hooks":
+        monkeypatch.setattr(optim_module, "_OPTIMIZER_STEP_HOOKS",
+                            ("_renamed_step_pre_hooks", "_renamed_step_post_hooks"))
+    else:
+        owner, name = optim_module._PRIVATE[role]
+        monkeypatch.setitem(optim_module._PRIVATE, role, (owner, f"{name}renamed"))
+
+
+@pytest.mark.parametrize("role", ["fused_adam", "fused_adamw", "global_step_pre_hooks",
+                                  "global_step_post_hooks", "optimizer_step_hooks"])
+@pytest.mark.parametrize("OptimCls", [torch.optim.Adam, torch.optim.AdamW])
+def test_fused_adam_without_a_private_name_gives_adams_own_update(monkeypatch, role, OptimCls):
+    params, ref_params = _params(), _params()
+    optimizer = make_optimizer(OptimCls, params, 1e-2, dict(weight_decay=0.01))
+    reference = make_optimizer(OptimCls, ref_params, 1e-2, dict(weight_decay=0.01))
+    stepper = FusedAdamStep(optimizer)  # built while the names exist, as in a run
+    _rename(monkeypatch, role)
+    assert direct_step_for(optimizer) is None
+    for step in range(4):
+        grads = _random_grads(params, step)
+        for q, g in zip(ref_params, grads):
+            q.grad = g.clone()
+        stepper.step()
+        reference.step()
+        for p, q in zip(params, ref_params):
+            assert torch.equal(p, q), step
+    assert not stepper._groups, "the direct path ran without the private names"
+    monkeypatch.undo()  # the names are back: the same stepper takes the direct path again
+    _random_grads(params, 4)
+    stepper.step()
+    assert stepper._groups
+
+
+@pytest.mark.parametrize("role", ["global_step_pre_hooks", "optimizer_step_hooks"])
+def test_compiled_rmsprop_without_a_private_name_gives_rmsprops_own_update(monkeypatch,
+                                                                             role):
+    kwargs = RMSPROP_CASES["paper_dqn"]
+    params, ref_params = _params(), _params()
+    optimizer = make_optimizer(torch.optim.RMSprop, params, 1e-2, kwargs)
+    reference = make_optimizer(torch.optim.RMSprop, ref_params, 1e-2, kwargs)
+    stepper = CompiledRmspropStep(optimizer)
+    _rename(monkeypatch, role)
+    assert direct_step_for(optimizer, planned_work=COMPILE_MIN_WORK) is None
+    for step in range(3):
+        grads = _random_grads(params, step)
+        for q, g in zip(ref_params, grads):
+            q.grad = g.clone()
+        stepper.step()
+        reference.step()
+    assert not stepper._groups
+    for p, q in zip(params, ref_params):
+        assert torch.equal(p, q)
+
+
+@pytest.mark.parametrize("max_norm", [None, 1e-3, 1e3])
+def test_clipping_without_foreach_ops_gives_the_same_numbers(monkeypatch, max_norm):
+    def clipped(fn):
+        params = _params()
+        _random_grads(params, 0)
+        norms = fn(params)
+        return norms, [p.grad for p in params]
+
+    runs = []
+    for renamed in (False, True):
+        if renamed:
+            _rename(monkeypatch, "foreach_norm")
+            _rename(monkeypatch, "foreach_mul_")
+        one = clipped(lambda ps: [optim_module.clip_grad_norm(ps, max_norm)])
+        groups = clipped(lambda ps: optim_module.clip_grad_norms([ps[:1], ps[1:]], max_norm))
+        runs.append((one, groups))
+    for (norms_a, grads_a), (norms_b, grads_b) in zip(*runs):
+        assert all(torch.equal(a, b) for a, b in zip(norms_a, norms_b))
+        assert all(torch.equal(a, b) for a, b in zip(grads_a, grads_b))

@@ -1,26 +1,17 @@
 """Optimizer mechanics shared by every algorithm family: construction, backward,
-gradient clipping and Adam steps, with low overhead for many small updates.
+gradient clipping and optimizer steps, with low overhead for many small updates.
 
 A classic-control agent takes thousands of gradient steps on a network of a few
 thousand weights, where the Python around each torch call costs as much as the
-arithmetic.  Shortcuts through torch's private entry points are kept only where they
-pay end to end (>= 10% of a benchmark's steps per CPU-second, shortcut on vs off in
-alternating runs, medians of 3 pairs on the shared 2-core machine):
-
-- the direct fused Adam step (``FusedAdamStep``, ``torch._fused_adam_``): 1.36x on
-  ``bench/pg_cartpole.py`` PPO (per pair 1.36, 1.40, 1.11), 1.20x on ``bench/dqn.py``
-  (1.20, 1.19, 1.44): kept for the PG and DQN families; 1.08x on ``bench/sac.py``
-  (batch-256 updates dwarf the overhead), so DDPG/TD3/SAC step through the public
-  ``optimizer.step()``;
-- the direct call of the autograd engine for ``backward``: 1.00x PPO, 0.94x A2C,
-  1.02x DQN: dropped, ``loss.backward()``;
-- the direct foreach RMSprop step: 0.93x on A2C (RMSprop): dropped,
-  ``RMSprop(foreach=True).step()``;
-- the RMSprop update compiled into one loop (``CompiledRmspropStep``, ``torch.compile``):
-  the paper's MinAtar DQN (centered RMSprop with momentum over 133k weights, one step per
-  frame), see ``docs/notes/minatar_frame_cost.md``.  Compiling costs seconds of CPU once per process
-  (more on a cold inductor cache), so it is chosen only for runs whose planned optimizer
-  work (steps x weights, ``COMPILE_MIN_WORK``) pays that back.
+arithmetic.  Two steps therefore go around ``optimizer.step()``: ``FusedAdamStep`` calls
+torch's fused Adam kernel directly (the PG and DQN families), and ``CompiledRmspropStep``
+runs RMSprop's update compiled by ``torch.compile`` (long MinAtar DQN runs).  Both read
+private torch names, which the team allows only for a gain of at least 10% end to end;
+the figures that earned each, and the shortcuts dropped for falling short, are in
+docs/algorithms.md (Optimizer mechanics) and docs/notes/minatar_frame_cost.md.  Each
+private name is looked up when used (``_private``): on a torch that renamed or dropped
+one, the steps fall back to the public ``optimizer.step()`` and the clipping helpers to
+per-tensor ops, with the same update.
 """
 
 from __future__ import annotations
@@ -47,6 +38,60 @@ __all__ = [
 # Optimizers whose fused kernel (one call for all parameters) we use unless told otherwise.
 _FUSABLE = (torch.optim.Adam, torch.optim.AdamW)
 
+# The private torch names this module uses, by role: (owner, attribute).  Looked up at
+# each use, so that a torch without one takes the public path instead of failing.
+_PRIVATE = {
+    "global_step_pre_hooks": (_optimizer_module, "_global_optimizer_pre_hooks"),
+    "global_step_post_hooks": (_optimizer_module, "_global_optimizer_post_hooks"),
+    "fused_adam": (torch, "_fused_adam_"),
+    "fused_adamw": (torch, "_fused_adamw_"),
+    "foreach_norm": (torch, "_foreach_norm"),
+    "foreach_mul_": (torch, "_foreach_mul_"),
+}
+# Each optimizer's own step-hook registries (instance attributes, also private).
+_OPTIMIZER_STEP_HOOKS = ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks")
+
+
+def _private(role: str):
+    """The private torch object of ``role`` (see ``_PRIVATE``), or None if this torch
+    lacks it."""
+    owner, name = _PRIVATE[role]
+    return getattr(owner, name, None)
+
+
+def _step_hooks_state(optimizers) -> bool | None:
+    """Whether a step hook is registered, globally or on one of ``optimizers``; None when
+    this torch keeps its hook registries under other names (a direct step must then not
+    run: it would skip hooks it cannot see)."""
+    registries = [_private("global_step_pre_hooks"), _private("global_step_post_hooks")]
+    for optimizer in optimizers:
+        registries += [getattr(optimizer, name, None) for name in _OPTIMIZER_STEP_HOOKS]
+    if any(registry is None for registry in registries):
+        return None
+    return any(registries)
+
+
+def _foreach_norms(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+    """The L2 norm of each tensor: one foreach call where torch has it, else one
+    ``vector_norm`` per tensor (on CPU the same numbers: the foreach op loops likewise)."""
+    foreach_norm = _private("foreach_norm")
+    if foreach_norm is not None:
+        return list(foreach_norm(tensors))
+    return [torch.linalg.vector_norm(t) for t in tensors]
+
+
+def _foreach_mul_(tensors: list[torch.Tensor], factors) -> None:
+    """``tensors[i] *= factors[i]`` in place (``factors``: a tensor for all, or a list)."""
+    foreach_mul_ = _private("foreach_mul_")
+    if foreach_mul_ is not None:
+        foreach_mul_(tensors, factors)
+        return
+    if isinstance(factors, torch.Tensor):
+        factors = [factors] * len(tensors)
+    for tensor, factor in zip(tensors, factors):
+        tensor.mul_(factor)
+
+
 # Clipping is skipped when the norm is below max_norm by more than this relative margin:
 # there ``max_norm / (norm + 1e-6)`` is above 1 and clamped to 1, a multiplication by one.
 _CLIP_MARGIN = 1e-4
@@ -54,7 +99,7 @@ _CLIP_MARGIN = 1e-4
 
 def backward(loss: torch.Tensor) -> None:
     """``loss.backward()``.  The name stays for the families that call it; handing the
-    loss straight to the autograd engine measured no faster end to end (see above)."""
+    loss straight to the autograd engine measured no faster end to end."""
     loss.backward()
 
 
@@ -80,22 +125,23 @@ def clip_grad_norm_no_grad(params: list[torch.Tensor], max_norm: float | None) -
     if any(g.device != first.device or g.dtype != first.dtype for g in grads):
         limit = float("inf") if max_norm is None else max_norm
         return torch.nn.utils.clip_grad_norm_(params, limit)  # it groups them itself
-    total = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
+    total = torch.linalg.vector_norm(torch.stack(_foreach_norms(grads)))
     if max_norm is None:
         return total
     if total.device.type == "cpu" and float(total) < max_norm * (1 - _CLIP_MARGIN):
         return total
-    torch._foreach_mul_(grads, (max_norm / (total + 1e-6)).clamp_(max=1.0))
+    _foreach_mul_(grads, (max_norm / (total + 1e-6)).clamp_(max=1.0))
     return total
 
 
 class DirectOptimizerStep:
-    """Base of ``FusedAdamStep``: call the optimizer's own
+    """Base of ``FusedAdamStep`` and ``CompiledRmspropStep``: call the optimizer's own
     kernels on cached lists of its parameters and state, and fall back to each
     ``optimizer.step()`` whenever that would do something else: before the state is
     initialized (the first step), when a parameter has no gradient, with step hooks, with
-    a grad scaler's ``grad_scale`` / ``found_inf``, or with options the subclass does not
-    handle (``_group_ok``).  Hyperparameters are read from the param groups at every call
+    a grad scaler's ``grad_scale`` / ``found_inf``, with options the subclass does not
+    handle (``_state_tensors``), or on a torch that lacks a private name the direct step
+    reads (its step-hook registries, the subclass's kernels: ``_private``).  Hyperparameters are read from the param groups at every call
     (so learning-rate schedules still apply), and each optimizer's ``state_dict`` stays
     the one source of truth.  The per-parameter step counters are made views of one
     tensor per group, so that counting a step is one call (on CPU a "foreach" add loops
@@ -120,9 +166,17 @@ class DirectOptimizerStep:
         raise NotImplementedError
 
     @classmethod
+    def kernels_present(cls) -> bool:
+        """Whether this torch has the private kernels ``_update`` calls."""
+        return True
+
+    @classmethod
     def for_optimizers(cls, *optimizers: torch.optim.Optimizer):
-        """An instance over ``optimizers`` if every one qualifies, else None."""
-        return cls(optimizers) if all(cls.applies(o) for o in optimizers) else None
+        """An instance over ``optimizers`` if every one qualifies and this torch has the
+        private names the direct step needs, else None (step each ``optimizer.step()``)."""
+        if not all(cls.applies(o) for o in optimizers) or not cls.kernels_present():
+            return None
+        return cls(optimizers) if _step_hooks_state(optimizers) is not None else None
 
     @torch.no_grad()
     def step(self) -> None:
@@ -154,12 +208,10 @@ class DirectOptimizerStep:
         )
 
     def _fast_path_ok(self) -> bool:
-        if _optimizer_module._global_optimizer_pre_hooks or \
-                _optimizer_module._global_optimizer_post_hooks:
+        if _step_hooks_state(self.optimizers) is not False or not self.kernels_present():
             return False
         for opt in self.optimizers:
-            if (opt._optimizer_step_pre_hooks or opt._optimizer_step_post_hooks
-                    or getattr(opt, "grad_scale", None) is not None
+            if (getattr(opt, "grad_scale", None) is not None
                     or getattr(opt, "found_inf", None) is not None):
                 return False
         if not self._key_matches() and not self._cache_state():
@@ -200,8 +252,9 @@ class FusedAdamStep(DirectOptimizerStep):
     """``optimizer.step()`` for fused ``torch.optim.Adam`` / ``AdamW`` optimizers, minus
     the overhead.
 
-    Calls ``torch._fused_adam_`` (``_fused_adamw_``) on the optimizers' parameters and
-    state as ``Adam.step`` does for ``fused=True``: the same update.  Several optimizers
+    Calls torch's private fused kernel (``torch._fused_adam_``, ``_fused_adamw_``) on the
+    optimizers' parameters and state as ``Adam.step`` does for ``fused=True``: the same
+    update, bit for bit.  Several optimizers
     (SAC's policy, critic and temperature) are stepped together, one kernel call per
     param group.  Falls back to ``optimizer.step()`` as described in ``DirectOptimizerStep``.
 
@@ -215,12 +268,14 @@ class FusedAdamStep(DirectOptimizerStep):
     @classmethod
     def applies(cls, optimizer: torch.optim.Optimizer) -> bool:
         """True for Adam/AdamW with ``fused=True`` (and not ``differentiable``) in every
-        group, when this torch has the fused kernels."""
+        group."""
         if type(optimizer) not in _FUSABLE:
             return False
-        if not (hasattr(torch, "_fused_adam_") and hasattr(torch, "_fused_adamw_")):
-            return False
         return all(g.get("fused") and not g.get("differentiable") for g in optimizer.param_groups)
+
+    @classmethod
+    def kernels_present(cls) -> bool:
+        return _private("fused_adam") is not None and _private("fused_adamw") is not None
 
     def _state_tensors(self, group, states):
         if any("exp_avg" not in s for s in states):
@@ -230,19 +285,17 @@ class FusedAdamStep(DirectOptimizerStep):
 
     def _update(self, group, params, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, _):
         beta1, beta2 = group["betas"]
-        kernel = (torch._fused_adamw_ if group.get("decoupled_weight_decay", False)
-                  else torch._fused_adam_)
+        kernel = _private("fused_adamw" if group.get("decoupled_weight_decay", False)
+                          else "fused_adam")
         kernel(params, [p.grad for p in params], exp_avgs, exp_avg_sqs, max_exp_avg_sqs,
                steps, amsgrad=group["amsgrad"], lr=group["lr"], beta1=float(beta1),
                beta2=float(beta2), weight_decay=group["weight_decay"], eps=group["eps"],
                maximize=group["maximize"], grad_scale=None, found_inf=None)
 
 
-# Planned optimizer work (steps x parameter elements) from which RMSprop is compiled.  The
-# compile costs 4-16 CPU-seconds on the 2-core VM (warm / cold inductor cache) and saves
-# ~4-5 ns per element and step there (docs/notes/minatar_frame_cost.md): 5e9 repays a cold
-# compile about 1.5 times, a warm one about 5 times.  The paper's MinAtar DQN crosses it at
-# ~38k frames: a 20k-frame run keeps RMSprop.step(), a 5M-frame run is compiled.
+# Planned optimizer work (steps x parameter elements) from which RMSprop is compiled: where
+# the time the compiled update saves repays the compile, once per process, with a margin
+# (the costs and savings: docs/notes/minatar_frame_cost.md).
 COMPILE_MIN_WORK = 5e9
 
 
@@ -422,14 +475,14 @@ def clip_grad_norms(
     if not grads:
         return [torch.zeros(()) for _ in groups]
     owner = _owner_index(tuple(owners), grads[0].device)
-    squares = torch.stack(torch._foreach_norm(grads)).square()
+    squares = torch.stack(_foreach_norms(grads)).square()
     norms = squares.new_zeros(len(groups)).index_add_(0, owner, squares).sqrt()
     skip = max_norm is None or (  # on CPU, reading the norm back is free
         norms.device.type == "cpu" and float(norms.max()) < max_norm * (1 - _CLIP_MARGIN)
     )
     if not skip:  # (SAC's default max_norm of 1e9 never clips: the factor would be 1)
         scale = (max_norm / (norms + 1e-6)).clamp(max=1.0)
-        torch._foreach_mul_(grads, list(scale[owner].unbind()))
+        _foreach_mul_(grads, list(scale[owner].unbind()))
     return list(norms.unbind())
 
 
