@@ -222,6 +222,44 @@ def read_progress(log_dir) -> list[dict]:
         return list(csv.DictReader(f))
 
 
+# ---- the rates of a log row -------------------------------------------------------------
+def _logged_rates(monkeypatch, RunnerCls, interval_s, eval_time_s, new_steps, new_updates):
+    """The rates ``log_diagnostics`` logs for a row ``interval_s`` wall seconds after the
+    previous one, of which ``eval_time_s`` went to an evaluation."""
+    from types import SimpleNamespace
+
+    from rlpyt.runners import minibatch_rl
+
+    runner = RunnerCls.__new__(RunnerCls)
+    runner.algo = SimpleNamespace(update_counter=new_updates, batch_size=32)
+    runner.sampler = SimpleNamespace()
+    runner.itr_batch_size = new_steps
+    runner._last_itr, runner._last_time, runner._start_time = 0, 1000.0, 1000.0
+    runner._last_update_counter = runner._cum_eval_time = runner._cum_completed_trajs = 0
+    runner._new_completed_trajs = 0
+    runner.save_itr_snapshot = lambda itr: None
+    runner._log_infos = lambda traj_infos: None
+    logged = {}
+    monkeypatch.setattr(minibatch_rl.logger, "record_tabular",
+                        lambda key, value, *a, **k: logged.__setitem__(key, value))
+    monkeypatch.setattr(minibatch_rl.logger, "dump_tabular", lambda *a, **k: None)
+    monkeypatch.setattr(minibatch_rl.time, "time", lambda: 1000.0 + interval_s)
+    runner.log_diagnostics(1, eval_traj_infos=[], eval_time=eval_time_s)
+    return logged["StepsPerSecond"], logged["UpdatesPerSecond"], logged["EvalTime (s)"]
+
+
+def test_async_rates_count_the_time_the_sampler_process_evaluated(monkeypatch):
+    """AsyncRl's optimizer trains on while the sampler process evaluates, so the rates
+    divide by the whole interval; a serial runner's evaluation pauses training, so its
+    rates leave the evaluation's time out."""
+    from rlpyt.runners.minibatch_rl import MinibatchRlEval
+
+    async_rates = _logged_rates(monkeypatch, AsyncRlEval, 10.0, 4.0, 1000, 50)
+    assert async_rates == (pytest.approx(100.0), pytest.approx(5.0), 4.0)
+    serial_rates = _logged_rates(monkeypatch, MinibatchRlEval, 10.0, 4.0, 1000, 50)
+    assert serial_rates == (pytest.approx(1000 / 6), pytest.approx(50 / 6), 4.0)
+
+
 def train(runner, log_dir, run_id=0):
     with logger_context(str(log_dir), run_id, "async", override_prefix=True,
                         snapshot_mode="last"):

@@ -253,6 +253,10 @@ class AsyncRlBase(MinibatchRlBase):
     Uses the ``fork`` start method (the sampler and copier inherit the shared buffers).
     """
 
+    # The sampler process evaluates while this process goes on training, so an
+    # evaluation's time stays in the interval of the steps and updates per second.
+    _eval_pauses_training = False
+
     def __init__(self, algo, agent, sampler, n_steps, affinity=None, seed=None,
                  log_interval_steps=1e5, log_traj_window=100, max_ahead=None,
                  checkpoint_interval_steps=None, checkpoint_replay=True, max_abs_value=None,
