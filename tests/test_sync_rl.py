@@ -397,6 +397,22 @@ def test_each_rank_seeds_its_envs_differently():
     assert torch.equal(rank0, first_observations(0))  # one run seed: reproducible
 
 
+@pytest.mark.parametrize("seed", [0, 1, 7, 2**32 - 1])
+def test_rank_streams_are_distinct_from_every_env_and_worker_stream(seed):
+    """Rank r's own seed (exploration, replay sampling) is none of the run's env seeds
+    (it was env r's), nor a parallel worker's, nor another rank's; the same run seed
+    gives the same rank seeds."""
+    from rlpyt.runners.sync_rl import rank_seed
+    from rlpyt.samplers.parallel.base import _worker_seed
+    from rlpyt.utils.seed import env_seeds
+
+    ranks = [rank_seed(seed, r) for r in range(16)]
+    others = set(env_seeds(seed, 4096)) | {_worker_seed(seed, i) for i in range(256)}
+    assert not set(ranks) & others
+    assert len(set(ranks)) == len(ranks)
+    assert ranks == [rank_seed(seed, r) for r in range(16)]
+
+
 @pytest.mark.parametrize("family", [
     "dqn",
     pytest.param("sac", marks=[pytest.mark.learning, make_learning_only(

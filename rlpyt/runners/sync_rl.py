@@ -65,10 +65,19 @@ def launched_by_torchrun() -> bool:
     return all(key in os.environ for key in TORCHRUN_ENV)
 
 
+# Spawn-key tag of the ranks' own streams.  A run's envs are the children ``(i,)`` of
+# ``SeedSequence(seed)`` (``rlpyt.utils.seed.env_seeds``), parallel sampler workers are
+# ``(0x5A4D, i)``; a rank's children ``(_RANK_STREAM, r)`` are a branch of their own, so
+# no rank draws the stream of an env or a worker (with ``(r,)``, rank r was env r).
+_RANK_STREAM = 0x524B
+
+
 def rank_seed(seed: int, rank: int) -> int:
     """A seed for rank ``rank``'s own random streams (exploration noise, replay
-    sampling), derived from the run seed so that ranks never share a stream."""
-    return int(np.random.SeedSequence(seed, spawn_key=(rank,)).generate_state(1)[0])
+    sampling), derived from the run seed so that ranks never share a stream with each
+    other, with an env or with a sampler worker."""
+    return int(np.random.SeedSequence(seed, spawn_key=(_RANK_STREAM, rank))
+               .generate_state(1)[0])
 
 
 def _as_affinity_list(affinity) -> list[dict]:
