@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 import torch
@@ -79,6 +80,17 @@ def test_mistyped_model_kwargs_key_names_the_valid_ones():
     with pytest.raises(ValueError, match=r"'hiden_sizes'.*did you mean 'hidden_sizes'.*valid "
                                          r"keys: \[.*'hidden_sizes'"):
         run(PPO(), agent)
+
+
+@pytest.mark.parametrize("hidden_sizes", ["[a,b]", "64", [64, 0], [True], 0])
+def test_hidden_sizes_that_are_not_widths_are_shown_as_given(hidden_sizes):
+    """A string is refused whole, not read as a list of its characters."""
+    from rlpyt.models.mlp import MlpModel
+
+    with pytest.raises(ValueError, match=r"hidden_sizes must be a positive int or a sequence "
+                                         r"of positive ints, got " + re.escape(repr(hidden_sizes))
+                       + "$"):
+        MlpModel(4, hidden_sizes, 2)
 
 
 # ---- the command line: one line on stderr, exit code 2, nothing written -----------------

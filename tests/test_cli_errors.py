@@ -56,6 +56,41 @@ def test_config_errors_are_one_line_on_stderr(args, expected, tmp_path, capsys):
     assert not os.path.exists(tmp_path / "runs")  # nothing left behind
 
 
+@pytest.mark.parametrize("args, expected", [
+    (["--agent.model_kwargs.hidden_sizes", "[a,b]"],
+     "--agent.model_kwargs.hidden_sizes '[a,b]': not a valid list; write it as a Python "
+     "literal whose items are numbers, quoted strings, True, False or None, e.g. [64, 64]"),
+    (["--agent.model_kwargs.hidden_sizes", "abc"],
+     "--agent.model_kwargs.hidden_sizes 'abc': not layer widths; give a list of positive "
+     "ints (e.g. [64, 64]), one positive int, or None"),
+    (["--agent.model_kwargs.hidden_sizes=[64,-1]"],
+     "--agent.model_kwargs.hidden_sizes '[64,-1]': not layer widths"),
+    (["--log-dir", "{file}"], "--log-dir '{file}': a file, not a directory; give a "
+                              "directory (made if missing) to hold the run folders"),
+    (["--log-dir", "{file}/runs"], "--log-dir '{file}/runs': '{file}' is a file, not a "
+                                   "directory"),
+    (["--resume", "{file}"], "--resume '{file}': a file, not a run directory; give the "
+                             "run_<k> directory of an earlier run (it holds params.json)"),
+])
+def test_bad_paths_and_values_fail_before_any_run_directory(args, expected, tmp_path, capsys,
+                                                            monkeypatch):
+    """Values that used to get past the early checks (a list that does not parse, seen
+    as a string and garbled by the model; a file given as --log-dir or --resume, an
+    OSError from making the run directory): one line naming the flag, the value as typed
+    and what is valid, exit code 2, nothing written, every time."""
+    monkeypatch.chdir(tmp_path)
+    file = tmp_path / "afile"
+    file.write_text("not a directory")
+    args = [a.format(file=file) for a in args]
+    if "--log-dir" not in args and "--resume" not in args:
+        args += ["--log-dir", str(tmp_path / "runs")]
+    for _ in range(2):  # a second try finds nothing left by the first
+        assert main(["train", "--n-steps", "100", *args]) == 2
+        assert expected.format(file=file) in one_error_line(capsys)
+        assert sorted(os.listdir(tmp_path)) == ["afile"]
+    assert file.read_text() == "not a directory"
+
+
 @pytest.mark.parametrize("algo, env, space, fits", [
     ("dqn", "Pendulum-v1", "continuous (FloatBox(low=-2.0, high=2.0, shape=(1,)",
      "a2c, ddpg, impala, ppo, sac, td3"),

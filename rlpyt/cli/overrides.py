@@ -44,8 +44,41 @@ def parse_override_args(tokens: list[str]) -> list[tuple[str, Any]]:
                 raise ConfigError(f"{token} needs a value")
             text = tokens[i + 1]
             i += 2
-        pairs.append((key, parse_value(text)))
+        pairs.append((key, _flag_value(key, text)))
     return pairs
+
+
+# What an unparsable value that opens like a literal was meant to be, and an example.
+_LITERALS = {"[": ("list", "[64, 64]"), "(": ("tuple", "(64, 64)"),
+             "{": ("dict", "{'key': 1}")}
+# Keywords that take layer widths: None, a positive int or a list of positive ints.
+_SIZE_KEYWORDS = {"hidden_sizes"}
+
+
+def _flag_value(key: str, text: str) -> Any:
+    """``parse_value(text)``, refusing what would only fail later, inside the run: a
+    list, tuple or dict that does not parse, or layer widths that are not positive ints."""
+    value = parse_value(text)
+    opener = text.strip()[:1]
+    if isinstance(value, str) and opener in _LITERALS:
+        kind, example = _LITERALS[opener]
+        raise ConfigError(
+            f"--{key} {text!r}: not a valid {kind}; write it as a Python literal whose "
+            f"items are numbers, quoted strings, True, False or None, e.g. {example}")
+    if key.rsplit(".", 1)[-1] in _SIZE_KEYWORDS and not _is_sizes(value):
+        raise ConfigError(
+            f"--{key} {text!r}: not layer widths; give a list of positive ints (e.g. "
+            f"[64, 64]), one positive int, or None")
+    return value
+
+
+def _is_sizes(value: Any) -> bool:
+    def positive_int(x):
+        return isinstance(x, int) and not isinstance(x, bool) and x > 0
+
+    if value is None or positive_int(value):
+        return True
+    return isinstance(value, (list, tuple)) and all(positive_int(x) for x in value)
 
 
 def _check_type(dotted: str, value: Any, default: Any) -> None:

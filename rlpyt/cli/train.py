@@ -468,9 +468,7 @@ def _log_traceback(run_dir: str) -> None:
 
 def _resume_config(args, extra: list[str]) -> tuple[dict, str, int]:
     """Config, log dir and run id of the run ``--resume RUN_DIR`` continues."""
-    run_dir = os.path.abspath(args.resume)
-    if not os.path.isdir(run_dir):
-        raise ConfigError(f"--resume {args.resume!r}: no such run directory")
+    run_dir = _resume_dir(args.resume)
     config = load_run_config(run_dir, "--resume")
     if extra or args.config or args.env or args.seed is not None:
         raise ConfigError("--resume continues a run with its saved config: only --n-steps "
@@ -539,9 +537,10 @@ def _report_interrupt(run_dir: str) -> None:
 def _run_dir_of(args) -> str | None:
     """The run directory this command will write, worked out from the flags alone (no
     env, no torch), so that its lock is taken before anything is built; None where it
-    cannot be known yet (the error then comes from ``build_config``)."""
+    cannot be known yet (the error then comes from ``build_config``).  A ``ConfigError``
+    when the flags name a path that cannot be that directory."""
     if args.resume:
-        return os.path.abspath(args.resume)
+        return _resume_dir(args.resume)
     log_dir = args.log_dir
     if log_dir is None:
         try:
@@ -551,9 +550,43 @@ def _run_dir_of(args) -> str | None:
         except (ConfigError, KeyError, TypeError):
             return None
         log_dir = os.path.join("runs", default_run_name(algo, env_id))
+    _check_makeable_dir("--log-dir", args.log_dir, log_dir)
     if args.run_id is None:  # fixed now: the lock will make its dir
         args.run_id = _default_run_id(log_dir)
-    return os.path.abspath(os.path.join(log_dir, f"run_{args.run_id}"))
+    run_dir = os.path.join(log_dir, f"run_{args.run_id}")
+    _check_makeable_dir("--run-id", str(args.run_id), run_dir,
+                        "choose another --run-id, or move the file away")
+    return os.path.abspath(run_dir)
+
+
+def _resume_dir(typed: str) -> str:
+    """The run directory ``--resume`` names; a ``ConfigError`` unless it is one."""
+    run_dir = os.path.abspath(typed)
+    if os.path.isdir(run_dir):
+        return run_dir
+    valid = "give the run_<k> directory of an earlier run (it holds params.json)"
+    if not os.path.exists(run_dir):
+        raise ConfigError(f"--resume {typed!r}: no such run directory; {valid}")
+    if os.path.basename(run_dir) == "params.json":
+        valid = f"give the run directory that holds it, {os.path.dirname(run_dir)!r}"
+    raise ConfigError(f"--resume {typed!r}: a file, not a run directory; {valid}")
+
+
+def _check_makeable_dir(flag: str, typed: str | None, path: str,
+                        valid: str = "give a directory (made if missing) to hold the run "
+                                     "folders") -> None:
+    """Refuse ``path`` when it, or the nearest of its parents that exists, is not a
+    directory (the lock could not make it); ``typed`` is the flag's value as given
+    (None: the flag was not given and ``path`` is its default), ``valid`` what to do."""
+    existing = os.path.abspath(path)
+    while not os.path.exists(existing) and os.path.dirname(existing) != existing:
+        existing = os.path.dirname(existing)
+    if os.path.isdir(existing):
+        return
+    given = f"{flag} {typed!r}" if typed is not None else f"{flag} (default {path!r})"
+    named = existing == os.path.abspath(path) and typed in (None, path)
+    problem = "a file" if named else f"{existing!r} is a file"
+    raise ConfigError(f"{given}: {problem}, not a directory; {valid}")
 
 
 def _default_run_id(log_dir: str) -> int:
@@ -592,8 +625,18 @@ def _locked_run_dir(run_dir: str | None, resume: bool) -> Iterator[None]:
         lock.release()
 
 
+def _config_error(e: ConfigError) -> int:
+    print(f"rlpyt train: error: {e}", file=sys.stderr)
+    return 2
+
+
 def run_train(args, extra: list[str]) -> int:
-    with _locked_run_dir(_run_dir_of(args), bool(args.resume)):
+    try:  # refused before the run directory's lock makes anything
+        run_dir = _run_dir_of(args)
+        parse_override_args(extra)
+    except ConfigError as e:
+        return _config_error(e)
+    with _locked_run_dir(run_dir, bool(args.resume)):
         try:
             if args.resume:
                 config, log_dir, run_id = _resume_config(args, extra)
@@ -604,8 +647,7 @@ def run_train(args, extra: list[str]) -> int:
                     "runs", default_run_name(config["algo_name"], env_id))
                 run_id = args.run_id if args.run_id is not None else _default_run_id(log_dir)
         except ConfigError as e:
-            print(f"rlpyt train: error: {e}", file=sys.stderr)
-            return 2
+            return _config_error(e)
         try:
             summary = train_from_config(config, log_dir, run_id, args.snapshot_mode,
                                         resume=True if args.resume else None)

@@ -12,13 +12,14 @@ def _as_size_list(sizes: int | Sequence[int] | None, name: str) -> list[int]:
     """Accept ``None``, one int or a sequence of ints; validate every entry."""
     if sizes is None:
         return []
-    if isinstance(sizes, int):
-        sizes = [sizes]
-    sizes = list(sizes)
-    for size in sizes:
-        if not isinstance(size, int) or isinstance(size, bool) or size < 1:
-            raise ValueError(f"{name} must hold positive ints, got {sizes!r}")
-    return sizes
+    as_list = [sizes] if isinstance(sizes, int) else list(sizes)
+    # A string is refused whole (and shown as given), not read as a list of characters.
+    if isinstance(sizes, str) or not all(
+            isinstance(size, int) and not isinstance(size, bool) and size >= 1
+            for size in as_list):
+        raise ValueError(f"{name} must be a positive int or a sequence of positive ints, "
+                         f"got {sizes!r}")
+    return as_list
 
 
 def has_hooks(module: torch.nn.Module) -> bool:
