@@ -4,6 +4,7 @@ Atari presets, and whole-game scores in the logs."""
 from __future__ import annotations
 
 import csv
+import re
 
 import numpy as np
 import pytest
@@ -105,10 +106,12 @@ def _rows(run_dir):
 # so that the update runs within them.
 _SMALL_REPLAY = ["--algo.replay_size", "20000"]
 CLI_CASES = {
-    "ppo": ["--n-steps", "2048"],
-    "a2c": ["--n-steps", "160"],
+    "ppo": ["--n-steps", "2048", "--sampler-type", "cpu"],
+    "a2c": ["--n-steps", "320", "--nproc", "2"],
     "impala": ["--n-steps", "1280"],
-    "impala-async": ["--runner", "async", "--n-steps", "1280"],
+    # Also the regression test of a parallel worker started under a sys.stderr without a
+    # file descriptor (capsys here, a notebook's stream for users): it died silently.
+    "impala-async": ["--runner", "async", "--sampler-type", "cpu", "--n-steps", "1280"],
     "dqn": ["--n-steps", "400", "--algo.min_steps_learn", "200", *_SMALL_REPLAY],
     "dqn-variants": ["--n-steps", "400", "--algo.min_steps_learn", "200", *_SMALL_REPLAY,
                      "--algo.double_dqn", "true", "--algo.prioritized_replay", "true",
@@ -133,6 +136,15 @@ def test_every_atari_preset_trains_from_the_cli(case, tmp_path, capsys):
     debug = (tmp_path / "run_0" / "debug.log").read_text()
     assert "Preset: " in debug and ATARI_PRESETS[algo].source in debug
     assert "sticky actions 0.25" in debug
+    if case == "ppo":  # a trained Atari agent plays a whole game into a video
+        video = tmp_path / "game.mp4"
+        assert main(["evaluate", str(tmp_path / "run_0"), "--episodes", "1", "--video",
+                     str(video)]) == 0
+        assert video.stat().st_size > 0
+        out = capsys.readouterr().out
+        score = float(re.search(r"Return: mean (-?[\d.]+)", out).group(1))
+        length = int(re.search(r"Episode lengths: \[(\d+)\]", out).group(1))
+        assert score <= -15 and length > 500  # a whole game lost by an untrained agent
 
 
 @pytest.mark.slow

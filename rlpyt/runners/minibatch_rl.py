@@ -490,6 +490,19 @@ class MinibatchRlBase(BaseRunner):
         """Samples per gradient update of a replay algorithm, over all ranks (None: on-policy)."""
         return getattr(self.algo, "batch_size", None)
 
+    TRAIN_SCORE_KEYS = ("Return", "GameScore")
+
+    def _log_train_scores(self) -> None:
+        """Beside evaluation statistics, the mean over the latest ``log_traj_window``
+        training trajectories of their return (and Atari's whole-game score): the measure
+        of papers that report training episodes.  NaN before the first one ends."""
+        example = getattr(self.sampler, "TrajInfoCls", dict)()
+        latest = list(self._traj_infos)
+        for key in self.TRAIN_SCORE_KEYS:
+            if key in example:
+                mean = float(np.mean([info[key] for info in latest])) if latest else math.nan
+                logger.record_tabular(f"Train{key}Average", mean)
+
     def _log_infos(self, traj_infos=None):
         if traj_infos is None:
             traj_infos = list(self._traj_infos)
@@ -497,6 +510,7 @@ class MinibatchRlBase(BaseRunner):
         else:
             logger.record_tabular("StepsInEval", sum(info["Length"] for info in traj_infos))
             logger.record_tabular("TrajsInEval", len(traj_infos))
+            self._log_train_scores()
         if traj_infos:
             for key in traj_infos[0]:
                 if not key.startswith("_"):

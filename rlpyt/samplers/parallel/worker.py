@@ -46,6 +46,19 @@ def _exit_on_sigterm(signum, frame):
     raise SystemExit(0)  # Unwind: close envs, stop anything the envs started.
 
 
+def _enable_crash_tracebacks() -> None:
+    """A crash in native env code still prints a traceback: to ``sys.stderr`` where it is
+    a file, else to the process's original stderr (a notebook's or pytest's replaced
+    ``sys.stderr`` has no file descriptor, and ``faulthandler.enable()`` raised there
+    before the worker could report anything)."""
+    for stream in (sys.stderr, sys.__stderr__):
+        try:
+            faulthandler.enable(file=stream)
+            return
+        except (AttributeError, ValueError, OSError):  # io.UnsupportedOperation is both
+            continue
+
+
 def sampling_process(guard, common: dict, spec: WorkerSpec, stack_writer=None) -> None:
     """Entry point of one worker (``multiprocessing.Process`` target).
 
@@ -57,7 +70,7 @@ def sampling_process(guard, common: dict, spec: WorkerSpec, stack_writer=None) -
     # The master handles Ctrl-C and stops workers itself; SIGTERM unwinds cleanly.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    faulthandler.enable()  # A crash in native env code still prints a traceback.
+    _enable_crash_tracebacks()
     if stack_writer is not None and hasattr(signal, "SIGUSR1"):
         faulthandler.register(signal.SIGUSR1, file=stack_writer.fileno(), all_threads=True)
     from rlpyt.utils.process import apply_affinity, die_with_parent, release_fork_server
