@@ -68,6 +68,16 @@ def test_agreement_rule():
     assert paper.verdict([30.0], hidden) == "not comparable"
 
 
+def test_paper_dqn_optimizer_has_no_momentum():
+    """The script behind the paper's figures ran centered RMSProp without momentum (its
+    GRAD_MOMENTUM was never passed on); with momentum 0.95, about a 20-fold step,
+    Breakout at the best step size stalled near 3 (docs/notes/minatar.md)."""
+    import dqn
+
+    assert dqn.ALGO_KWARGS["optim_kwargs"] == dict(alpha=0.95, momentum=0.0, eps=0.01,
+                                                    centered=True)
+
+
 def test_mean_sem_plain_loop():
     values = [1.0, 2.0, 4.0, 7.0]
     mean = sum(values) / len(values)

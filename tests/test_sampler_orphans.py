@@ -10,6 +10,7 @@ test checks exactly those in /dev/shm.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -218,3 +219,42 @@ def _kill_master_case(start_method, sampler, module, signum, phase):
             p.kill()
         proc.kill()
         proc.wait()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("delay_s", [0.0, 1.5])
+def test_nproc_launcher_killed_while_ranks_start_leaves_no_rank(delay_s, tmp_path):
+    """``rlpyt train --nproc 2``: SIGKILL of the launcher as soon as it has its first rank
+    (and a moment later, while the ranks import torch) leaves no rank alive: each rank is
+    bound to the launcher before it unpickles the runner."""
+    marker = uuid.uuid4().hex
+    env = dict(os.environ, RLPYT_TEST_RUN=marker)
+    proc = subprocess.Popen([sys.executable, "-m", "rlpyt", "train", "--algo", "ppo",
+                             "--nproc", "2", "--n-steps", "20000", "--log-dir",
+                             str(tmp_path)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=env)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            try:
+                children = psutil.Process(proc.pid).children(recursive=True)
+            except psutil.Error:
+                children = []
+            if any("resource_tracker" not in " ".join(_cmdline(p)) for p in children):
+                break
+            time.sleep(0.01)
+        else:
+            raise AssertionError("the launcher started no rank")
+        time.sleep(delay_s)
+        proc.kill()
+        proc.wait(timeout=DEADLINE_S)
+        deadline = time.monotonic() + DEADLINE_S
+        alive = _marked(marker)
+        while alive and time.monotonic() < deadline:
+            time.sleep(0.25)
+            alive = _marked(marker)
+        assert not alive, f"left alive: {_describe(alive)}"
+    finally:
+        for p in _marked(marker):
+            with contextlib.suppress(psutil.Error):
+                p.kill()

@@ -34,7 +34,7 @@ import torch.distributed as dist
 from rlpyt.runners import checkpoint as ckpt
 from rlpyt.runners.minibatch_rl import MinibatchRlBase, MinibatchRlEval, resume_is_complete
 from rlpyt.utils.logging import logger
-from rlpyt.utils.process import die_with_parent, exit_now
+from rlpyt.utils.process import ParentGuard, exit_now
 from rlpyt.utils.seed import make_seed, set_seed
 from rlpyt.utils.synchronize import find_port
 
@@ -157,7 +157,10 @@ class SyncRlMixin:
                 recv, send = ctx.Pipe(duplex=False)
                 proc = ctx.Process(
                     target=_spawned_rank_main,
-                    args=(self, rank, self.n_replicas, init_method, send, log_state),
+                    # The guard first: unpickled before the runner (torch, envs: seconds),
+                    # it binds the rank to this launcher before anything else runs.
+                    args=(ParentGuard(os.getpid()), self, rank, self.n_replicas,
+                          init_method, send, log_state),
                     name=f"rlpyt-SyncRl-rank-{rank}",
                 )
                 proc.start()
@@ -452,9 +455,10 @@ class SyncRlEval(SyncRlMixin, MinibatchRlEval):
 
 
 # ---- process management (spawn mode) -------------------------------------------------------
-def _spawned_rank_main(runner: SyncRlMixin, rank: int, world_size: int, init_method: str,
-                       conn, log_state: dict) -> None:
-    die_with_parent()  # a launcher killed with SIGKILL takes its ranks with it
+def _spawned_rank_main(guard: ParentGuard, runner: SyncRlMixin, rank: int, world_size: int,
+                       init_method: str, conn, log_state: dict) -> None:
+    """A rank's process; ``guard`` did its work while being unpickled (a launcher killed
+    with SIGKILL takes its ranks with it, even one killed while they were starting)."""
     os.setpgid(0, 0)  # signals come from the launcher only, once (see _spawn_ranks)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # (even in a background job)
     try:
