@@ -124,3 +124,43 @@ def _kill_group(proc) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+# Seconds after the launcher starts: while it imports, while its children import torch,
+# while they build envs and agents.  A signal at any of them ends the run as one later
+# would: exit 128 + signum, the interrupt line (no tracebacks of starting children), and
+# nothing left.
+START_UP_DELAYS_S = (1.0, 2.5, 4.0)
+START_UP_RUNS = {"serial": ["--algo", "a2c"], **RUNS}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("run", sorted(START_UP_RUNS))
+def test_a_signal_during_start_up_ends_the_run_cleanly(run, tmp_path):
+    for i, delay in enumerate(START_UP_DELAYS_S):
+        signum = signal.SIGINT if i % 2 == 0 else signal.SIGTERM
+        proc = subprocess.Popen(
+            [sys.executable, "-c", LAUNCHER, "train", *START_UP_RUNS[run], "--n-steps",
+             "10000000", "--log-dir", str(tmp_path / str(i))],
+            env=dict(os.environ, PYTHONPATH=ROOT), stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            time.sleep(delay)
+            with_children = psutil.Process(proc.pid).children(recursive=True)
+            proc.send_signal(signum)
+            _, err = proc.communicate(timeout=STOP_WITHIN_S + 5)
+        finally:
+            _kill_group(proc)
+        what = f"{run}, {signum.name} after {delay} s"
+        assert proc.returncode == 128 + signum, (what, proc.returncode, err[-3000:])
+        # Once training runs, Ctrl-C also says it is finishing the iteration, and the
+        # resume command follows: at most three lines, never a traceback.
+        lines = err.strip().splitlines()
+        assert "Traceback" not in err and len(lines) <= 3, (what, err)
+        assert any(line.startswith("rlpyt train: interrupted") for line in lines), (what, err)
+        deadline = time.monotonic() + STOP_WITHIN_S
+        left = [p for p in with_children if _status(p) not in (None, psutil.STATUS_ZOMBIE)]
+        while left and time.monotonic() < deadline:
+            time.sleep(0.2)
+            left = [p for p in left if _status(p) not in (None, psutil.STATUS_ZOMBIE)]
+        assert not left, (what, [p.pid for p in left])

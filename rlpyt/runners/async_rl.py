@@ -400,11 +400,13 @@ class AsyncRlBase(MinibatchRlBase):
         counters, replay, logs) continues exactly from the checkpoint; the sampler
         process restarts its envs from seeds derived from the run seed and the batch.
         """
+        started = False
         try:
             self._resume_state = self.find_resume_state(resume)
             if self._resume_state is not None and self._resume_is_complete(self._resume_state):
                 return self.summary()  # Nothing to train: no process is started.
             self.startup()
+            started = True
             if self._resume_state is not None:
                 self.load_checkpoint_state(self._resume_state)
                 self.last_checkpoint = self._resume_state["_path"]
@@ -413,8 +415,9 @@ class AsyncRlBase(MinibatchRlBase):
             if not self._stopping:
                 self._log_final_row()
         except KeyboardInterrupt:
-            logger.log("Interrupted: writing the last snapshot.")
-            self._save_last_snapshot()
+            if started:  # during start-up the agent or optimizer may not exist yet
+                logger.log("Interrupted: writing the last snapshot.")
+                self._save_last_snapshot()
             raise
         except AsyncRunError:
             raise

@@ -34,7 +34,7 @@ import torch.distributed as dist
 from rlpyt.runners import checkpoint as ckpt
 from rlpyt.runners.minibatch_rl import MinibatchRlBase, MinibatchRlEval, resume_is_complete
 from rlpyt.utils.logging import logger
-from rlpyt.utils.process import ParentGuard, exit_now
+from rlpyt.utils.process import ParentGuard, exit_now, guarded_target
 from rlpyt.utils.seed import make_seed, set_seed
 from rlpyt.utils.synchronize import find_port
 
@@ -156,11 +156,11 @@ class SyncRlMixin:
             for rank in range(self.n_replicas):
                 recv, send = ctx.Pipe(duplex=False)
                 proc = ctx.Process(
-                    target=_spawned_rank_main,
-                    # The guard first: unpickled before the runner (torch, envs: seconds),
-                    # it binds the rank to this launcher before anything else runs.
-                    args=(ParentGuard(os.getpid()), self, rank, self.n_replicas,
-                          init_method, send, log_state),
+                    # The guard is unpickled first, before this module and the runner
+                    # (torch, envs: seconds): it binds the rank to this launcher.
+                    target=guarded_target,
+                    args=(ParentGuard(os.getpid()), _spawned_rank_main, self, rank,
+                          self.n_replicas, init_method, send, log_state),
                     name=f"rlpyt-SyncRl-rank-{rank}",
                 )
                 proc.start()

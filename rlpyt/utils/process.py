@@ -29,6 +29,7 @@ __all__ = [
     "die_with_parent",
     "exit_now",
     "granted_cpus",
+    "guarded_target",
     "interrupt_on_sigterm",
     "process_alive",
     "release_fork_server",
@@ -258,7 +259,8 @@ class ParentGuard:
 
     Pass it as the first argument of the child's target.  The child unpickles it
     before the rest of its arguments (which import torch, envs, ...: seconds on a busy
-    machine), and unpickling runs ``die_with_parent``, ``release_fork_server`` and a
+    machine), and unpickling ignores SIGINT (the master stops a starting child), runs
+    ``die_with_parent``, ``release_fork_server`` and a
     check that the master is still alive (else the child exits at once).  Under
     ``fork`` nothing is unpickled: the child calls those itself.
 
@@ -273,7 +275,24 @@ class ParentGuard:
         return _guard_child, (self.master_pid,)
 
 
+def guarded_target(guard: ParentGuard, target, *args):
+    """The ``multiprocessing.Process`` target of a child that a ``ParentGuard`` binds:
+    ``Process(target=guarded_target, args=(ParentGuard(os.getpid()), target, *args))``
+    runs ``target(guard, *args)``.
+
+    A ``spawn``/``forkserver`` child unpickles its target before its arguments: a target
+    in a module that imports torch left seconds in which the master could die (an
+    orphan) or a Ctrl-C reach the child (a traceback) before the guard was unpickled.
+    This module imports no torch, so the guard comes first.
+    """
+    return target(guard, *args)
+
+
 def _guard_child(master_pid: int) -> ParentGuard:
+    # The master stops a starting child itself; a Ctrl-C that reached the child while it
+    # imported (torch: seconds) printed a KeyboardInterrupt traceback per child.  A child
+    # that handles Ctrl-C itself installs its handler once started.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent()
     release_fork_server()
     if not process_alive(master_pid):

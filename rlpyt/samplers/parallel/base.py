@@ -41,7 +41,13 @@ from rlpyt.samplers.parallel.control import (
 from rlpyt.samplers.parallel.eval import EvalSchedule, finish_evaluation, hard_step_limit
 from rlpyt.samplers.parallel.vec_stepping import make_example_env
 from rlpyt.samplers.parallel.worker import sampling_process
-from rlpyt.utils.process import ParentGuard, available_cpus, child_processes, kill_processes
+from rlpyt.utils.process import (
+    ParentGuard,
+    available_cpus,
+    child_processes,
+    guarded_target,
+    kill_processes,
+)
 from rlpyt.utils.seed import env_seeds, make_seed
 
 __all__ = ["ParallelSamplerBase", "split_evenly"]
@@ -251,8 +257,9 @@ class ParallelSamplerBase(BaseSampler):
         # One pipe per worker for its Python stack, should an env hang.
         self._stack_pipes = [ctx.Pipe(duplex=False) for _ in self.worker_specs]
         for spec, (_, writer) in zip(self.worker_specs, self._stack_pipes):
-            proc = ctx.Process(target=sampling_process,
-                               args=(ParentGuard(os.getpid()), common, spec, writer),
+            proc = ctx.Process(target=guarded_target,
+                               args=(ParentGuard(os.getpid()), sampling_process, common, spec,
+                                     writer),
                                name=f"rlpyt-{type(self).__name__}-worker-{spec.rank}")
             proc.start()
             self.processes.append(proc)
