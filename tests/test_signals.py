@@ -130,7 +130,7 @@ def _kill_group(proc) -> None:
 # while they build envs and agents.  A signal at any of them ends the run as one later
 # would: exit 128 + signum, the interrupt line (no tracebacks of starting children), and
 # nothing left.
-START_UP_DELAYS_S = (1.0, 2.5, 4.0)
+START_UP_DELAYS_S = (0.3, 1.0, 2.5, 4.0)
 START_UP_RUNS = {"serial": ["--algo", "a2c"], **RUNS}
 
 

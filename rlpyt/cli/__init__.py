@@ -61,32 +61,46 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    parser = build_parser()
-    try:
-        args, extra = parser.parse_known_args(sys.argv[1:] if argv is None else argv)
-    except SystemExit as e:  # usage errors (already printed, one line) and --help
-        return int(e.code or 0)
-    if args.command is None:
-        parser.print_help()
-        return 2
-    debug = args.debug or os.environ.get("RLPYT_DEBUG", "") not in ("", "0")
     from rlpyt.utils.process import interrupt_on_sigterm
 
+    argv = sys.argv[1:] if argv is None else argv
+    args = None
     try:
-        with interrupt_on_sigterm():  # SIGTERM stops a run as Ctrl-C does
+        # From the start (building the parser imports the subcommands): SIGTERM stops
+        # a run as Ctrl-C does, and either ends the command with one line, whenever.
+        with interrupt_on_sigterm():
+            parser = build_parser()
+            try:
+                args, extra = parser.parse_known_args(argv)
+            except SystemExit as e:  # usage errors (already printed, one line) and --help
+                return int(e.code or 0)
+            if args.command is None:
+                parser.print_help()
+                return 2
             return int(args.handler(args, extra) or 0)
     except KeyboardInterrupt as e:
-        if debug:
+        if args is not None and _debug(args):
             raise
-        print(f"rlpyt {args.command}: interrupted", file=sys.stderr)
+        print(f"rlpyt {_command(args, argv)}: interrupted", file=sys.stderr)
         return 128 + getattr(e, "signum", 2)  # 130 (SIGINT) or 143 (SIGTERM)
     except Exception as e:
-        if debug:
+        if args is None or _debug(args):
             raise
         print(f"rlpyt {args.command}: error: {_one_line(e)} (--debug shows the traceback)",
               file=sys.stderr)
         bad_input = isinstance(e, (ValueError, TypeError, LookupError, OSError))
         return 2 if bad_input and not isinstance(e, FloatingPointError) else 1
+
+
+def _debug(args) -> bool:
+    return args.debug or os.environ.get("RLPYT_DEBUG", "") not in ("", "0")
+
+
+def _command(args, argv: list[str]) -> str:
+    """The subcommand's name, also before the arguments were parsed."""
+    if args is not None and args.command:
+        return args.command
+    return next((word for word in argv if not word.startswith("-")), "").strip() or "command"
 
 
 def _one_line(e: BaseException) -> str:
