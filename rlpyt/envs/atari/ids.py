@@ -26,6 +26,7 @@ random frame skip (``<Game>-v4``, ``<Game>-v0``: 2-4 frames per step) are refuse
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 __all__ = ["AtariProtocol", "atari_protocol", "is_atari_id", "make_atari"]
@@ -83,9 +84,11 @@ def is_atari_id(env_id: str) -> bool:
     return isinstance(env_id, str) and _ale_spec(env_id) is not None
 
 
+@cache  # every env of a run asks; the registry look-up and a ROM load are done once
 def atari_protocol(env_id: str) -> AtariProtocol:
     """The ``AtariEnv`` settings for ``env_id`` (see the module doc); ``ValueError`` for an
-    id that is not an ALE id or whose settings ``AtariEnv`` cannot reproduce."""
+    id that is not an ALE id or whose settings ``AtariEnv`` cannot reproduce.  The
+    returned ``env_kwargs`` are shared: copy them before changing any."""
     spec = _ale_spec(env_id)
     if spec is None:
         raise ValueError(f"{env_id!r} is not a Gymnasium ALE id (e.g. 'ALE/Pong-v5', "
