@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -42,21 +43,29 @@ def _rows(run_dir):
 
 
 def _kill_after_a_checkpoint(case, run_dir, rng) -> int:
-    """Start the case, SIGKILL it at a random moment after its first checkpoint;
-    returns the number of checkpointed iterations before the kill."""
-    process = subprocess.Popen(_command(case, run_dir), env=_env(),
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 120
-    while not list_checkpoints(os.path.join(run_dir, "run_0")):
-        assert process.poll() is None, process.stderr.read().decode()[-2000:]
-        assert time.monotonic() < deadline, "no checkpoint within 120 s"
-        time.sleep(0.02)
-    time.sleep(rng.uniform(0, 0.6))
-    assert process.poll() is None, "the run finished before it could be killed"
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    process.stderr.close()
-    return list_checkpoints(os.path.join(run_dir, "run_0"))[-1][0]
+    """Start the case, SIGKILL it at a random moment after its first checkpoint and
+    before its last; returns the number of checkpointed iterations before the kill.
+    A kill that lands after the last checkpoint (a loaded machine can run the whole
+    rest of the run inside the random delay) leaves nothing to resume: that attempt is
+    thrown away and the next kills at once after the first checkpoint."""
+    for attempt in range(3):
+        shutil.rmtree(run_dir, ignore_errors=True)
+        process = subprocess.Popen(_command(case, run_dir), env=_env(),
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        run = os.path.join(run_dir, "run_0")
+        deadline = time.monotonic() + 120
+        while not list_checkpoints(run):
+            assert process.poll() is None, process.stderr.read().decode()[-2000:]
+            assert time.monotonic() < deadline, "no checkpoint within 120 s"
+            time.sleep(0.02)
+        time.sleep(rng.uniform(0, 0.6) if attempt == 0 else 0.0)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        process.stderr.close()
+        killed_at = list_checkpoints(run)[-1][0]
+        if killed_at < load_checkpoint(run)["n_itr"] - 1:
+            return killed_at
+    raise AssertionError(f"{case}: every kill came after the run's last checkpoint")
 
 
 def _resume(case, run_dir):

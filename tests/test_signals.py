@@ -164,3 +164,72 @@ def test_a_signal_during_start_up_ends_the_run_cleanly(run, tmp_path):
             time.sleep(0.2)
             left = [p for p in left if _status(p) not in (None, psutil.STATUS_ZOMBIE)]
         assert not left, (what, [p.pid for p in left])
+
+
+# One rank waits in the group's first collective (C++, where no Python signal handler
+# runs) for a peer that is still building its envs when the signal comes.
+SLOW_PEER = textwrap.dedent("""
+    import signal, sys
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    from rlpyt.agents.pg.categorical import CategoricalPgAgent
+    from rlpyt.algos.pg.a2c import A2C
+    from rlpyt.runners.sync_rl import SyncRl
+    from rlpyt.samplers.serial.sampler import SerialSampler
+    from rlpyt.utils.process import interrupt_on_sigterm
+    from tests.test_signals import SlowFirstEnv
+
+    sampler = SerialSampler(EnvCls=SlowFirstEnv, env_kwargs=dict(marker=sys.argv[1]),
+                            batch_T=5, batch_B=1)
+    runner = SyncRl(A2C(), CategoricalPgAgent(), sampler, n_steps=1e6,
+                    affinity=[dict(set_affinity=False)] * 2)
+    try:
+        with interrupt_on_sigterm():
+            runner.train()
+    except KeyboardInterrupt as e:
+        print("interrupted", file=sys.stderr)
+        sys.exit(128 + getattr(e, "signum", signal.SIGINT))
+""")
+
+
+def SlowFirstEnv(marker: str):
+    """CartPole; the first one built (by whichever rank) takes a minute to build."""
+    from rlpyt.envs.gym import make
+
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL))
+        with open(marker + ".slow", "w"):
+            pass
+        time.sleep(60)
+    except FileExistsError:
+        pass
+    return make(id="CartPole-v1")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_while_a_rank_waits_for_a_starting_peer(signum, tmp_path):
+    marker = str(tmp_path / "first_env")
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_PEER, marker],
+                            env=dict(os.environ, PYTHONPATH=ROOT), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not os.path.exists(marker + ".slow"):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "no env was built within 120 s"
+            time.sleep(0.1)
+        time.sleep(3.0)  # the other rank is now in the first collective
+        ranks = psutil.Process(proc.pid).children(recursive=True)
+        start = time.monotonic()
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=STOP_WITHIN_S + 10)
+        elapsed = time.monotonic() - start
+    finally:
+        _kill_group(proc)
+    assert proc.returncode == 128 + signum, (proc.returncode, err)
+    assert elapsed < STOP_WITHIN_S, elapsed
+    assert err.strip() == "interrupted", err  # no rank's warnings or tracebacks
+    left = ranks
+    while left and time.monotonic() - start < STOP_WITHIN_S:
+        time.sleep(0.2)
+        left = [p for p in left if _status(p) not in (None, psutil.STATUS_ZOMBIE)]
+    assert not left, [(p.pid, p.name()) for p in left]

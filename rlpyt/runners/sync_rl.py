@@ -151,7 +151,7 @@ class SyncRlMixin:
         ctx = mp.get_context("spawn")
         init_method = f"tcp://127.0.0.1:{find_port()}"
         log_state = _capture_logger_state()
-        procs, conns = [], []
+        procs, conns, started = [], [], set()
         try:
             for rank in range(self.n_replicas):
                 recv, send = ctx.Pipe(duplex=False)
@@ -167,7 +167,7 @@ class SyncRlMixin:
                 send.close()
                 procs.append(proc)
                 conns.append(recv)
-            summary = _watch_ranks(procs, conns)
+            summary = _watch_ranks(procs, conns, started)
             # A rank reports before it leaves its process group and exits: give it time
             # to finish on its own (a signal in its teardown can abort it mid-way).
             deadline = time.monotonic() + _EXIT_GRACE_S
@@ -175,6 +175,13 @@ class SyncRlMixin:
                 proc.join(max(deadline - time.monotonic(), 0))
             return summary
         except KeyboardInterrupt as e:
+            if len(started) < len(procs):
+                # A rank still starting may be inside the group's rendezvous (C++: no
+                # Python signal handler runs there), and one whose peer stopped first
+                # prints c10d's connection warnings.  Nothing is trained yet: end them
+                # all at once, the store's host (rank 0) last.
+                _kill_processes(procs[::-1])
+                raise
             # The ranks have their own process group (a terminal's Ctrl-C, or a signal
             # to this launcher alone, reaches only it): pass the signal on, once, and let
             # rank 0 write its last snapshot and exit.
@@ -258,6 +265,9 @@ class SyncRlMixin:
         if self.rank == 0:
             logger.log(f"SyncRl: {self.world_size} ranks, backend {dist.get_backend()}; "
                        f"{self.sampler.batch_spec.size} env steps per rank per iteration.")
+        launcher = getattr(self, "_launcher_conn", None)
+        if launcher is not None:  # a spawned rank: the launcher may now pass signals on
+            launcher.send(("started", None))
         return n_itr
 
     def _configure_ddp(self) -> None:
@@ -461,6 +471,7 @@ def _spawned_rank_main(guard: ParentGuard, runner: SyncRlMixin, rank: int, world
     with SIGKILL takes its ranks with it, even one killed while they were starting)."""
     os.setpgid(0, 0)  # signals come from the launcher only, once (see _spawn_ranks)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # (even in a background job)
+    runner._launcher_conn = conn  # for SyncRl.startup's "started"
     try:
         summary = runner._train_rank(rank, world_size, rank, init_method, log_state)
         conn.send(("ok", summary if rank == 0 else None))
@@ -474,9 +485,10 @@ def _spawned_rank_main(guard: ParentGuard, runner: SyncRlMixin, rank: int, world
     exit_now(code)
 
 
-def _watch_ranks(procs: list, conns: list):
+def _watch_ranks(procs: list, conns: list, started: set):
     """Wait for every rank; on the first failure (an exception or a death) raise
-    ``SyncRlError`` with the failed rank's traceback.  Returns rank 0's summary."""
+    ``SyncRlError`` with the failed rank's traceback.  Returns rank 0's summary.
+    ``started`` gets the ranks that said they are set up and about to train."""
     summary, done, failures = None, set(), {}
     open_conns = dict(enumerate(conns))
     first_failure = None
@@ -494,7 +506,9 @@ def _watch_ranks(procs: list, conns: list):
                 open_conns.pop(rank, None)
             if isinstance(message, tuple):
                 kind, payload = message
-                if kind == "ok":
+                if kind == "started":
+                    started.add(rank)
+                elif kind == "ok":
                     done.add(rank)
                     summary = payload if rank == 0 else summary
                 else:
@@ -549,6 +563,15 @@ def _signal_processes(procs: list, signum: int) -> None:
                 os.kill(proc.pid, signum)
             except ProcessLookupError:
                 pass
+
+
+def _kill_processes(procs: list) -> None:
+    """SIGKILL every live process, in order, and reap all."""
+    for proc in procs:
+        if proc.is_alive():
+            proc.kill()
+    for proc in procs:
+        proc.join()
 
 
 def _stop_processes(procs: list, grace_s: float = _STOP_GRACE_S) -> None:
