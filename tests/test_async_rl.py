@@ -228,22 +228,24 @@ def _logged_rates(monkeypatch, RunnerCls, interval_s, eval_time_s, new_steps, ne
     previous one, of which ``eval_time_s`` went to an evaluation."""
     from types import SimpleNamespace
 
-    from rlpyt.runners import minibatch_rl
+    from rlpyt.runners import diagnostics as diagnostics_module
+    from rlpyt.runners.diagnostics import RunDiagnostics
 
+    algo = SimpleNamespace(update_counter=new_updates, batch_size=32, opt_info_fields=())
     runner = RunnerCls.__new__(RunnerCls)
-    runner.algo = SimpleNamespace(update_counter=new_updates, batch_size=32)
-    runner.sampler = SimpleNamespace()
-    runner.itr_batch_size = new_steps
-    runner._last_itr, runner._last_time, runner._start_time = 0, 1000.0, 1000.0
-    runner._last_update_counter = runner._cum_eval_time = runner._cum_completed_trajs = 0
-    runner._new_completed_trajs = 0
+    runner.diagnostics = RunDiagnostics(algo, SimpleNamespace(), 100, with_eval=True,
+                                        eval_pauses_training=RunnerCls._eval_pauses_training)
+    monkeypatch.setattr(diagnostics_module.time, "time", lambda: 1000.0)
+    runner.diagnostics.start(n_itr=10, itr_batch_size=new_steps, log_interval_itrs=1,
+                             replay_batch_size=32)
+    runner.diagnostics.last_itr = 0
+    runner.diagnostics._record_trajs = lambda traj_infos: None
     runner.save_itr_snapshot = lambda itr: None
-    runner._log_infos = lambda traj_infos: None
     logged = {}
-    monkeypatch.setattr(minibatch_rl.logger, "record_tabular",
+    monkeypatch.setattr(diagnostics_module.logger, "record_tabular",
                         lambda key, value, *a, **k: logged.__setitem__(key, value))
-    monkeypatch.setattr(minibatch_rl.logger, "dump_tabular", lambda *a, **k: None)
-    monkeypatch.setattr(minibatch_rl.time, "time", lambda: 1000.0 + interval_s)
+    monkeypatch.setattr(diagnostics_module.logger, "dump_tabular", lambda *a, **k: None)
+    monkeypatch.setattr(diagnostics_module.time, "time", lambda: 1000.0 + interval_s)
     runner.log_diagnostics(1, eval_traj_infos=[], eval_time=eval_time_s)
     return logged["StepsPerSecond"], logged["UpdatesPerSecond"], logged["EvalTime (s)"]
 
@@ -524,7 +526,7 @@ def test_resume_continues_counters_replay_and_rows(tmp_path):
 
     class StopAfterTwoRows(AsyncRl):
         def should_stop(self):
-            return self._last_itr >= 49
+            return self.diagnostics.last_itr >= 49
 
     algo, agent = small_dqn()
     runner = StopAfterTwoRows(algo, agent, cartpole_sampler(AsyncSerialSampler),

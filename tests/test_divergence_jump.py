@@ -61,7 +61,7 @@ def test_normal_short_runs_of_every_family_are_not_stopped(algo):
     runner = small_runner(algo, steps)  # divergence="stop", the default
     runner.train()
     assert runner.algo.update_counter > 10
-    assert runner._divergence_watch.state_dict()["paramNorm"]
+    assert runner.guard.watch.state_dict()["paramNorm"]
 
 
 def test_warn_logs_once_and_off_trains_on(tmp_path):

@@ -55,7 +55,7 @@ class _StopWhenPassed(MinibatchRl):
 
     def _log_itr(self, itr):
         super()._log_itr(itr)
-        returns = [info["Return"] for info in self._traj_infos]
+        returns = [info["Return"] for info in self.diagnostics.traj_infos]
         self.history.append(((itr + 1) * self.itr_batch_size, sum(returns) / len(returns)))
 
     def should_stop(self) -> bool:

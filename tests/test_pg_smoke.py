@@ -53,6 +53,6 @@ def test_ppo_mujoco_ff_halfcheetah_smoke(tmp_path):
     runner = _run(PPO(minibatches=4, epochs=2), agent, sampler, 2_048, tmp_path)
     summary = runner.summary()
     assert runner.algo.update_counter == runner.n_itr * 4 * 2
-    assert not math.isnan(summary["train_return"]) or runner._cum_completed_trajs == 0
+    assert not math.isnan(summary["train_return"]) or runner.diagnostics.cum_completed_trajs == 0
     for p in agent.parameters():
         assert torch.isfinite(p).all()

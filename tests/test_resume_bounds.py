@@ -83,6 +83,6 @@ def test_sync_rl_resume_of_a_finished_run_and_below_its_checkpoint(tmp_path, mon
         raise AssertionError("ranks were spawned to resume a finished run")
 
     # The launcher decides before spawning any rank (that takes seconds per rank).
-    monkeypatch.setattr(sync_rl, "_watch_ranks", no_ranks)
+    monkeypatch.setattr(sync_rl, "spawn_ranks", no_ranks)
     _check_resumes(lambda n: _runner(sync_rl.SyncRlEval, n, affinity=ranks), run_dir,
                    4 * 2 * BATCH, first)

@@ -9,7 +9,8 @@ import torch
 from rlpyt.agents.pg.categorical import CategoricalPgAgent
 from rlpyt.algos.pg.ppo import PPO, PpoOptInfo
 from rlpyt.envs.gym import make
-from rlpyt.runners.minibatch_rl import TIME_KEYS, MinibatchRl, MinibatchRlEval
+from rlpyt.runners.diagnostics import TIME_KEYS
+from rlpyt.runners.minibatch_rl import MinibatchRl, MinibatchRlEval
 from rlpyt.samplers.serial.sampler import SerialSampler
 from rlpyt.utils.logging.context import logger_context
 

@@ -321,15 +321,15 @@ def test_prog_bar_starts_at_initial_and_log_lines_print_above_it(monkeypatch):
 def test_run_progress_counts_env_steps_of_the_whole_run(monkeypatch):
     from types import SimpleNamespace
 
-    from rlpyt.runners.minibatch_rl import RunProgress
+    from rlpyt.runners.diagnostics import RunProgress
 
     monkeypatch.delenv("CI", raising=False)
     stream = _FakeTTY()
     monkeypatch.setattr("sys.stdout", stream)
-    runner = SimpleNamespace(_last_itr=2, itr_batch_size=256, n_itr=10)  # resumed at itr 3
-    progress = RunProgress(runner)
+    diagnostics = SimpleNamespace(last_itr=2, itr_batch_size=256, n_itr=10)  # resumed at itr 3
+    progress = RunProgress(diagnostics)
     progress.update(1)  # itr 3 done
-    runner._last_itr = 5
+    diagnostics.last_itr = 5
     progress.update(2)  # itr 7 done
     progress.stop()
     final = stream.getvalue().rstrip("\n").split("\r")[-1]

@@ -47,6 +47,7 @@ __all__ = [
     "list_checkpoints",
     "load_checkpoint",
     "load_replay",
+    "rebuild_info",
     "restore_rng_state",
     "restore_sampler_state",
     "save_checkpoint",
@@ -245,3 +246,18 @@ def restore_sampler_state(sampler, agent, blob: bytes) -> None:
         getattr(collector, key)[:] = value
     for key, value in state["agent"].items():
         setattr(agent, key, value)
+
+
+def rebuild_info(agent, sampler) -> dict:
+    """How to build a run's agent and env again (``rlpyt evaluate`` of a script's run):
+    import paths of the agent class and the env maker, and their keywords
+    (``agent_kwargs`` None when the agent was built with positional arguments)."""
+    n_args, kwargs = getattr(agent, "_init_keywords", (0, {}))
+    maker = sampler.EnvCls
+    return dict(
+        agent_class=f"{type(agent).__module__}:{type(agent).__qualname__}",
+        agent_kwargs=None if n_args else kwargs,
+        env_maker=f"{getattr(maker, '__module__', '?')}:"
+                  f"{getattr(maker, '__qualname__', repr(maker))}",
+        env_kwargs=dict(sampler.env_kwargs),
+    )

@@ -17,14 +17,8 @@ from __future__ import annotations
 
 import datetime
 import hashlib
-import multiprocessing as mp
 import os
-import signal
-import time
-import traceback
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from multiprocessing import connection
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,31 +26,19 @@ import torch
 import torch.distributed as dist
 
 from rlpyt.runners import checkpoint as ckpt
-from rlpyt.runners.minibatch_rl import MinibatchRlBase, MinibatchRlEval, resume_is_complete
+from rlpyt.runners.checkpointer import resume_is_complete
+from rlpyt.runners.diagnostics import extend_opt_infos
+from rlpyt.runners.minibatch_rl import MinibatchRlBase, MinibatchRlEval
+from rlpyt.runners.sync_checkpointer import RankCheckpointer, from_rank0
+from rlpyt.runners.sync_ranks import SyncRlError, spawn_ranks
 from rlpyt.utils.logging import logger
-from rlpyt.utils.process import ParentGuard, exit_now, guarded_target
+from rlpyt.utils.logging.rank_logging import capture_logger_state, rank_logging
 from rlpyt.utils.seed import make_seed, set_seed
-from rlpyt.utils.synchronize import find_port
 
 __all__ = ["SyncRl", "SyncRlError", "SyncRlEval", "SyncRlMixin", "agent_digest",
            "launched_by_torchrun", "rank_seed"]
 
 TORCHRUN_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
-_STOP_GRACE_S = 2.0  # SIGTERM, then SIGKILL after this long
-_EXIT_GRACE_S = 30.0  # after every rank reported success, time to exit on its own
-# After Ctrl-C / SIGTERM, time for rank 0's last snapshot; then SIGTERM, and SIGKILL after
-# _INTERRUPT_STOP_GRACE_S: every rank is gone within 5 s of the signal.
-_INTERRUPT_GRACE_S = 2.0
-_INTERRUPT_STOP_GRACE_S = 1.0
-_POLL_S = 0.2
-_FAILURE_WINDOW_S = 1.0  # after a first failure, collect the others' for the report
-# A rank whose peer died fails inside a collective with one of these; it is not the cause.
-_PEER_LOSS_MARKS = ("DistBackendError", "Connection closed by peer", "Connection reset by peer",
-                    "gloo", "NCCL", "Broken pipe")
-
-
-class SyncRlError(RuntimeError):
-    """A rank failed; the message carries that rank's traceback (or how it died)."""
 
 
 def launched_by_torchrun() -> bool:
@@ -119,6 +101,8 @@ class SyncRlMixin:
             raise ValueError(f"timeout_s={timeout_s!r} must be a positive number of seconds")
         self.backend = backend
         self.timeout_s = float(timeout_s)
+        self.checkpoints = RankCheckpointer(self.checkpoints.interval_steps,
+                                            self.checkpoints.include_replay)
 
     @property
     def n_replicas(self) -> int:
@@ -148,53 +132,7 @@ class SyncRlMixin:
             return self.summary()  # Nothing to train: no rank is spawned.
         if self.seed is None:
             self.seed = make_seed()  # one run seed for every rank
-        ctx = mp.get_context("spawn")
-        init_method = f"tcp://127.0.0.1:{find_port()}"
-        log_state = _capture_logger_state()
-        procs, conns, started = [], [], set()
-        try:
-            for rank in range(self.n_replicas):
-                recv, send = ctx.Pipe(duplex=False)
-                proc = ctx.Process(
-                    # The guard is unpickled first, before this module and the runner
-                    # (torch, envs: seconds): it binds the rank to this launcher.
-                    target=guarded_target,
-                    args=(ParentGuard(os.getpid()), _spawned_rank_main, self, rank,
-                          self.n_replicas, init_method, send, log_state),
-                    name=f"rlpyt-SyncRl-rank-{rank}",
-                )
-                proc.start()
-                send.close()
-                procs.append(proc)
-                conns.append(recv)
-            summary = _watch_ranks(procs, conns, started)
-            # A rank reports before it leaves its process group and exits: give it time
-            # to finish on its own (a signal in its teardown can abort it mid-way).
-            deadline = time.monotonic() + _EXIT_GRACE_S
-            for proc in procs:
-                proc.join(max(deadline - time.monotonic(), 0))
-            return summary
-        except KeyboardInterrupt as e:
-            if len(started) < len(procs):
-                # A rank still starting may be inside the group's rendezvous (C++: no
-                # Python signal handler runs there), and one whose peer stopped first
-                # prints c10d's connection warnings.  Nothing is trained yet: end them
-                # all at once, the store's host (rank 0) last.
-                _kill_processes(procs[::-1])
-                raise
-            # The ranks have their own process group (a terminal's Ctrl-C, or a signal
-            # to this launcher alone, reaches only it): pass the signal on, once, and let
-            # rank 0 write its last snapshot and exit.
-            _signal_processes(procs, getattr(e, "signum", signal.SIGINT))
-            deadline = time.monotonic() + _INTERRUPT_GRACE_S
-            for proc in procs:
-                proc.join(max(deadline - time.monotonic(), 0))
-            _stop_processes(procs, _INTERRUPT_STOP_GRACE_S)
-            raise
-        finally:
-            _stop_processes(procs)
-            for conn in conns:
-                conn.close()
+        return spawn_ranks(self, self.n_replicas, capture_logger_state())
 
     def _resume_is_complete_here(self) -> bool:
         """Before any rank is spawned: whether the checkpoint a resume continues from
@@ -231,6 +169,7 @@ class SyncRlMixin:
                     f"SyncRl: local rank {local_rank} has no entry in affinity (a list of "
                     f"{len(self.affinities)}); give one affinity per process on this node")
         self.rank, self.world_size = rank, world_size
+        self.checkpoints.bind(rank, world_size)
         self.affinity = dict(self.affinities[local_rank])
         cuda_idx = self.affinity.get("cuda_idx")
         backend = self.backend or ("nccl" if cuda_idx is not None else "gloo")
@@ -243,7 +182,7 @@ class SyncRlMixin:
         )
         try:
             self.seed = self._common_seed()
-            with _rank_logging(rank, log_state):
+            with rank_logging(rank, log_state):
                 return super().train(resume=getattr(self, "_resume_request", False))
         finally:
             dist.destroy_process_group()
@@ -300,79 +239,15 @@ class SyncRlMixin:
         state.update(world_size=self.world_size, rank=self.rank)
         return state
 
-    def save_checkpoint(self, itr: int) -> str | None:
-        """Collective.  Every rank other than 0 writes its own part (envs, replay, random
-        state, optimizer) with ``checkpoint.write_part``; rank 0 writes its state and
-        moves the parts in as ``rank_<r>/``, so the checkpoint appears whole or not at
-        all.  The run directory must be on a file system every rank can reach."""
-        run_dir = self._from_rank0(logger.get_snapshot_dir() if self.rank == 0 else None)
-        if run_dir is None:
-            return None
-        replay = getattr(self.algo, "replay_buffer", None) if self.checkpoint_replay else None
-        part = (ckpt.write_part(run_dir, itr, self.checkpoint_state(itr), replay)
-                if self.rank > 0 else None)
-        parts = [None] * self.world_size
-        dist.all_gather_object(parts, part)
-        outcome = None
-        if self.rank == 0:
-            unseen = {r: p for r, p in enumerate(parts) if r > 0 and not os.path.isdir(p)}
-            if unseen:
-                outcome = ("error", f"SyncRl: rank 0 cannot see the checkpoint parts of ranks "
-                                    f"{sorted(unseen)} ({sorted(unseen.values())}): checkpoints "
-                                    f"need a run directory shared by every node")
-            else:
-                path = ckpt.save_checkpoint(
-                    run_dir, itr, self.checkpoint_state(itr), replay,
-                    parts={f"rank_{r}": p for r, p in enumerate(parts) if r > 0})
-                logger.log(f"checkpoint written: {path} ({self.world_size} ranks)")
-                outcome = ("ok", path)
-        kind, value = self._from_rank0(outcome)
-        if kind == "error":
-            raise SyncRlError(value)
-        self.last_checkpoint = value
-        return value
-
-    def find_resume_state(self, resume) -> dict | None:
-        """Rank 0 finds the checkpoint (as ``MinibatchRl`` does); every rank then loads
-        its own part of it."""
-        outcome = None
-        if self.rank == 0:
-            try:
-                state = super().find_resume_state(resume)
-                outcome = ("ok", None if state is None else
-                           (state["_path"], state.get("world_size", 1)))
-            except Exception as e:  # Every rank must raise, not wait on rank 0.
-                outcome = ("error", f"{type(e).__name__}: {e}")
-        kind, found = self._from_rank0(outcome)
-        if kind == "error":
-            raise ValueError(f"SyncRl resume: {found}")
-        if found is None:
-            return None
-        path, world_size = found
-        if world_size != self.world_size:
-            raise ValueError(
-                f"SyncRl resume: checkpoint {path} was written by {world_size} rank(s) and "
-                f"this run has {self.world_size}; resume it with {world_size} ranks (each "
-                f"rank continues its own envs, replay and random streams)")
-        if self.rank == 0:
-            return state
-        state = ckpt.load_checkpoint(os.path.join(path, f"rank_{self.rank}"))
-        self.seed = state["seed"]
-        return state
-
     def _from_rank0(self, value):
-        box = [value]
-        dist.broadcast_object_list(box, src=0)
-        return box[0]
+        return from_rank0(value)
 
     # ---- diagnostics: every rank's, logged by rank 0 --------------------------------------------
     def store_diagnostics(self, itr, traj_infos, opt_info):
         """Keep this rank's new trajectories and optimizer values until the next log row."""
         self._pending_traj_infos.extend(traj_infos)
-        for k, values in self._pending_opt_infos.items():
-            new = getattr(opt_info, k, [])
-            values.extend(new if isinstance(new, list) else [new])
-        self.pbar.update((itr + 1) % self.log_interval_itrs or self.log_interval_itrs)
+        extend_opt_infos(self._pending_opt_infos, opt_info)
+        self.diagnostics.tick(itr)
 
     def diagnostics_state(self) -> dict:
         """Also this rank's trajectories and optimizer values not yet gathered into a row."""
@@ -399,26 +274,24 @@ class SyncRlMixin:
                 f"some gradient or state update was not averaged across ranks (e.g. a model "
                 f"called through DistributedDataParallel's .module, or a parameter changed "
                 f"outside the optimizer)")
+        diagnostics = self.diagnostics
         for traj_infos, opt_infos, _ in gathered:
-            self._cum_completed_trajs += len(traj_infos)
-            self._new_completed_trajs += len(traj_infos)
-            self._traj_infos.extend(traj_infos)
+            diagnostics.cum_completed_trajs += len(traj_infos)
+            diagnostics.new_completed_trajs += len(traj_infos)
+            diagnostics.traj_infos.extend(traj_infos)
             for k, values in opt_infos.items():
-                self._opt_infos.setdefault(k, []).extend(values)
+                diagnostics.opt_infos.setdefault(k, []).extend(values)
 
     def _log_itr(self, itr):
         self._gather_diagnostics()
         if self.rank == 0:
             super()._log_itr(itr)
         else:
-            self._opt_infos = {k: [] for k in self._opt_infos}
-            self._new_completed_trajs = 0
+            self.diagnostics.drop_row()
 
     def _stop_now(self) -> bool:
         """Rank 0's ``should_stop()`` (it alone has the evaluation results), on every rank."""
-        box = [self.should_stop() if self.rank == 0 else None]
-        dist.broadcast_object_list(box, src=0)
-        return bool(box[0])
+        return bool(self._from_rank0(self.should_stop() if self.rank == 0 else None))
 
 
 class SyncRl(SyncRlMixin, MinibatchRlBase):
@@ -462,200 +335,6 @@ class SyncRlEval(SyncRlMixin, MinibatchRlEval):
     def _before_train(self):
         if self.rank == 0:
             super()._before_train()
-
-
-# ---- process management (spawn mode) -------------------------------------------------------
-def _spawned_rank_main(guard: ParentGuard, runner: SyncRlMixin, rank: int, world_size: int,
-                       init_method: str, conn, log_state: dict) -> None:
-    """A rank's process; ``guard`` did its work while being unpickled (a launcher killed
-    with SIGKILL takes its ranks with it, even one killed while they were starting)."""
-    os.setpgid(0, 0)  # signals come from the launcher only, once (see _spawn_ranks)
-    signal.signal(signal.SIGINT, signal.default_int_handler)  # (even in a background job)
-    runner._launcher_conn = conn  # for SyncRl.startup's "started"
-    try:
-        summary = runner._train_rank(rank, world_size, rank, init_method, log_state)
-        conn.send(("ok", summary if rank == 0 else None))
-        code = 0
-    except BaseException:  # noqa: BLE001 - every failure goes to the launcher
-        conn.send(("error", traceback.format_exc()))
-        code = 1
-    conn.close()
-    # Reported: end now.  The interpreter's teardown (torch, gloo) takes seconds on a
-    # busy machine, and the launcher waits for it after a Ctrl-C.
-    exit_now(code)
-
-
-def _watch_ranks(procs: list, conns: list, started: set):
-    """Wait for every rank; on the first failure (an exception or a death) raise
-    ``SyncRlError`` with the failed rank's traceback.  Returns rank 0's summary.
-    ``started`` gets the ranks that said they are set up and about to train."""
-    summary, done, failures = None, set(), {}
-    open_conns = dict(enumerate(conns))
-    first_failure = None
-    while len(done) + len(failures) < len(procs):
-        if first_failure is not None and time.monotonic() - first_failure > _FAILURE_WINDOW_S:
-            break
-        waitables = list(open_conns.values()) + [
-            p.sentinel for r, p in enumerate(procs) if r not in done and r not in failures]
-        connection.wait(waitables, timeout=_POLL_S)
-        for rank, proc in enumerate(procs):
-            if rank in done or rank in failures:
-                continue
-            message = _receive(open_conns[rank]) if rank in open_conns else "closed"
-            if message == "closed":
-                open_conns.pop(rank, None)
-            if isinstance(message, tuple):
-                kind, payload = message
-                if kind == "started":
-                    started.add(rank)
-                elif kind == "ok":
-                    done.add(rank)
-                    summary = payload if rank == 0 else summary
-                else:
-                    failures[rank] = payload
-            elif proc.exitcode is not None and rank not in open_conns:
-                failures[rank] = f"died without a traceback: {_exit_reason(proc.exitcode)}"
-            if rank in failures and first_failure is None:
-                first_failure = time.monotonic()
-    if failures:
-        raise SyncRlError(_failure_report(failures))
-    return summary
-
-
-def _failure_report(failures: dict[int, str]) -> str:
-    """The root cause first: ranks that failed in a collective only because a peer went
-    away are reported after the rank that failed on its own."""
-    def secondary(text: str) -> bool:
-        return any(mark in text for mark in _PEER_LOSS_MARKS)
-
-    order = sorted(failures, key=lambda r: (secondary(failures[r]), r))
-    root = order[0]
-    report = f"SyncRl rank {root} failed:\n{failures[root].rstrip()}"
-    for rank in order[1:]:
-        last = failures[rank].rstrip().splitlines()[-1] if failures[rank].strip() else ""
-        report += f"\n(rank {rank} also stopped: {last})"
-    return report
-
-
-def _receive(conn):
-    """One message if ready; "closed" at end of stream; None if nothing is there yet."""
-    try:
-        if not conn.poll():
-            return None
-        return conn.recv()
-    except (EOFError, OSError):
-        return "closed"
-
-
-def _exit_reason(exitcode: int) -> str:
-    if exitcode < 0:
-        try:
-            return f"killed by signal {signal.Signals(-exitcode).name}"
-        except ValueError:
-            return f"killed by signal {-exitcode}"
-    return f"exit code {exitcode}"
-
-
-def _signal_processes(procs: list, signum: int) -> None:
-    for proc in procs:
-        if proc.is_alive():
-            try:
-                os.kill(proc.pid, signum)
-            except ProcessLookupError:
-                pass
-
-
-def _kill_processes(procs: list) -> None:
-    """SIGKILL every live process, in order, and reap all."""
-    for proc in procs:
-        if proc.is_alive():
-            proc.kill()
-    for proc in procs:
-        proc.join()
-
-
-def _stop_processes(procs: list, grace_s: float = _STOP_GRACE_S) -> None:
-    """SIGTERM every live rank, SIGKILL what is left after ``grace_s``, reap all."""
-    for proc in procs:
-        if proc.is_alive():
-            proc.terminate()
-    deadline = time.monotonic() + grace_s
-    for proc in procs:
-        proc.join(max(deadline - time.monotonic(), 0))
-    for proc in procs:
-        if proc.is_alive():
-            proc.kill()
-            proc.join()
-
-
-# ---- logging on the ranks -------------------------------------------------------------------
-def _capture_logger_state() -> dict:
-    """What a spawned rank 0 needs to keep writing into the launcher's run directory."""
-    writer = logger.get_tf_summary_writer()
-    return dict(
-        text_outputs=logger.get_text_outputs(),
-        tabular_outputs=logger.get_tabular_outputs(),
-        snapshot_dir=logger.get_snapshot_dir(),
-        snapshot_mode=logger.get_snapshot_mode(),
-        snapshot_gap=logger.get_snapshot_gap(),
-        log_tabular_only=logger.get_log_tabular_only(),
-        disable_prefix=logger.get_disable_prefix(),
-        prefixes=list(logger._prefixes),
-        tabular_prefixes=list(logger._tabular_prefixes),
-        summary_dir=getattr(writer, "log_dir", None),
-    )
-
-
-@contextmanager
-def _rank_logging(rank: int, log_state: dict | None) -> Iterator[None]:
-    """Rank 0 writes the run's outputs (a spawned one re-opens the launcher's); every other
-    rank writes nothing at all: no console lines, files or snapshots."""
-    if rank == 0:
-        if log_state is None:  # torchrun: this process's own logger context is the run's
-            yield
-            return
-        _restore_logger_state(log_state)
-        yield
-        return
-    saved = _capture_logger_state()
-    for path in saved["text_outputs"]:
-        logger.remove_text_output(path)
-    for path in saved["tabular_outputs"]:
-        logger.remove_tabular_output(path)
-    writer = logger.get_tf_summary_writer()
-    logger.set_tf_summary_writer(None)
-    logger.set_snapshot_dir(None)
-    logger.set_log_tabular_only(True)
-    try:
-        yield
-    finally:
-        for path in saved["text_outputs"]:
-            logger.add_text_output(path)
-        for path in saved["tabular_outputs"]:
-            logger.add_tabular_output(path, append=True)
-        logger.set_tf_summary_writer(writer)
-        logger.set_snapshot_dir(saved["snapshot_dir"])
-        logger.set_log_tabular_only(saved["log_tabular_only"])
-
-
-def _restore_logger_state(state: dict) -> None:
-    for path in state["text_outputs"]:
-        logger.add_text_output(path)
-    for path in state["tabular_outputs"]:
-        logger.add_tabular_output(path, append=True)
-    logger.set_snapshot_dir(state["snapshot_dir"])
-    logger.set_snapshot_mode(state["snapshot_mode"])
-    logger.set_snapshot_gap(state["snapshot_gap"])
-    logger.set_log_tabular_only(state["log_tabular_only"])
-    logger.set_disable_prefix(state["disable_prefix"])
-    for prefix in state["prefixes"]:
-        logger.push_prefix(prefix)
-    for prefix in state["tabular_prefixes"]:
-        logger.push_tabular_prefix(prefix)
-    if state["summary_dir"] is not None:
-        from torch.utils.tensorboard import SummaryWriter
-
-        logger.set_tf_summary_writer(SummaryWriter(log_dir=state["summary_dir"]))
 
 
 # ---- agent state ------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ import sys
 import time
 import traceback
 from collections.abc import Container
+from dataclasses import dataclass
 
 from rlpyt.samplers.async_.control import AsyncControl, AsyncStopped
 from rlpyt.samplers.base import BaseSampler
@@ -102,6 +103,29 @@ class AsyncSamplerBase(BaseSampler):
 
 def _exit_on_sigterm(signum, frame):
     raise SystemExit(0)
+
+
+@dataclass(frozen=True)
+class EvalItrs:
+    """The sampler iterations after which an ``AsyncRlEval`` run's sampler evaluates: every
+    log row's (``(itr + 1) % log_interval_itrs == 0``) and the last (``n_itr - 1``)
+    from ``first`` on, and -1 (before the first batch) if ``before_start``.
+
+    A membership test, not a set: a run of 1e12 env steps has 1e10 and more
+    iterations, and listing them would take the sampler's start forever.
+    """
+
+    first: int
+    n_itr: int
+    log_interval_itrs: int
+    before_start: bool
+
+    def __contains__(self, itr: int) -> bool:
+        if itr == -1:
+            return self.before_start
+        if not self.first <= itr < self.n_itr:
+            return False
+        return (itr + 1) % self.log_interval_itrs == 0 or itr == self.n_itr - 1
 
 
 def run_sampler(sampler: AsyncSamplerBase, agent, control: AsyncControl, *, affinity: dict,

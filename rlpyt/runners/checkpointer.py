@@ -1,0 +1,127 @@
+"""A runner's whole-run checkpoints: when to write one, where a resume continues from,
+and whether the run it continues is already complete.
+
+The files themselves (their layout, atomic writes, random and sampler state) are
+``rlpyt.runners.checkpoint``'s; the runner says what goes into one
+(``checkpoint_state``) and restores it.  See docs/runners.md, "Checkpoints and resume".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from rlpyt.runners import checkpoint as ckpt
+from rlpyt.utils.logging import logger
+
+__all__ = ["Checkpointer", "resume_is_complete"]
+
+
+def resume_is_complete(state: dict, n_steps: int, itr_batch_size: int) -> bool:
+    """Whether the checkpoint ``state`` already holds all ``n_steps`` (then the run is
+    complete); raises ``ValueError`` for an ``n_steps`` below it: a resumed run can only
+    go on (an async sampler would wait for batches it never samples, a synchronous run
+    would end without a word).  ``itr_batch_size``: env steps of one iteration, every
+    rank's together."""
+    n_itr = max(math.ceil(n_steps / itr_batch_size), 1)
+    done_itrs, done_steps = state["itr"] + 1, state["cum_steps"]
+    if n_itr < done_itrs:
+        raise ValueError(
+            f"n_steps={n_steps} is below the {done_steps} env steps the checkpoint "
+            f"{state['_path']} already holds; a resumed run can only go on: pass "
+            f"n_steps >= {done_steps} (--n-steps), or start a new run")
+    if n_itr > done_itrs:
+        return False
+    logger.log(f"Resume: the run is already complete ({done_steps} env steps, "
+               f"n_steps={n_steps}); nothing to train.  Pass a larger n_steps "
+               f"(--n-steps) to train on.")
+    return True
+
+
+class Checkpointer:
+    """Writes a run's checkpoints into its run directory and finds the one to resume.
+
+    Args:
+        interval_steps: env steps between checkpoints, rounded to whole iterations (the
+            last iteration is always checkpointed); 0: none.
+        include_replay: write the algorithm's replay buffer too, so a resumed off-policy
+            run continues exactly.
+    """
+
+    def __init__(self, interval_steps: float, include_replay: bool = True):
+        if not (isinstance(interval_steps, (int, float)) and interval_steps >= 0):
+            raise ValueError(f"checkpoint_interval_steps={interval_steps!r} must be >= 0 env "
+                             f"steps (0: no checkpoints)")
+        self.interval_steps = int(interval_steps)
+        self.include_replay = bool(include_replay)
+        self.last: str | None = None  # the newest checkpoint written or resumed from
+        self.interval_itrs = 0
+
+    def start(self, n_itr: int, itr_batch_size: int) -> None:
+        self.n_itr = n_itr
+        self.interval_itrs = (max(round(self.interval_steps / itr_batch_size), 1)
+                              if self.interval_steps else 0)
+
+    def is_due(self, itr: int) -> bool:
+        n = self.interval_itrs
+        return bool(n) and ((itr + 1) % n == 0 or itr == self.n_itr - 1)
+
+    def find(self, resume) -> dict | None:
+        """The checkpoint ``train(resume=...)`` continues from: None for a fresh start.
+        ``resume``: True (the current run directory's latest, none yet: a fresh start),
+        a run or checkpoint directory, False, or None (``logger_context``'s request)."""
+        if resume is None:
+            resume = logger.resume_requested()
+        if resume is False:
+            return None
+        if resume is True:
+            run_dir = logger.get_snapshot_dir()
+            if run_dir is None:
+                raise ValueError("train(resume=True) needs a run directory: call it inside "
+                                 "logger_context(..., resume=True), or pass resume=RUN_DIR")
+            if ckpt.latest_checkpoint(run_dir) is None:
+                logger.log(f"Resume: no checkpoint in {run_dir} yet; starting from the "
+                           f"beginning.")
+                logger.truncate_tabular_outputs(0)
+                return None
+            resume = run_dir
+        state = ckpt.load_checkpoint(str(resume))
+        logger.log(f"Resuming from {state['_path']} (after iteration {state['itr']}, "
+                   f"{state['cum_steps']} env steps).")
+        return state
+
+    def save(self, itr: int, make_state: Callable[[], dict], replay) -> str | None:
+        """Write the checkpoint after iteration ``itr`` (``make_state()``'s dict and
+        ``replay`` if replay is included) into the run directory, if there is one."""
+        run_dir = logger.get_snapshot_dir()
+        if run_dir is None:
+            return None
+        replay = replay if self.include_replay else None
+        self.last = ckpt.save_checkpoint(run_dir, itr, make_state(), replay)
+        logger.log(f"checkpoint written: {self.last}", routine=True)
+        return self.last
+
+    def load_replay(self, state: dict, replay) -> None:
+        if replay is None:
+            return
+        if not ckpt.load_replay(state["_path"], replay):
+            logger.log("Resume: the checkpoint holds no replay buffer (checkpoint_replay="
+                       "False): replay starts empty, so the run is not exact.")
+
+    def log_interrupted(self, itr: int | None) -> None:
+        """Say what a resume continues from after Ctrl-C (``itr``: the iteration whose
+        checkpoint was just written; None: interrupted mid-iteration)."""
+        run_dir = logger.get_snapshot_dir()
+        if run_dir is None:
+            logger.log(f"Interrupted at iteration {itr}: no checkpoint, as the run has no run "
+                       f"directory (train inside logger_context to have one).")
+            return
+        if itr is not None and self.last:
+            logger.log(f"Interrupted after iteration {itr}: checkpoint {self.last}; "
+                       f"a resume continues at iteration {itr + 1}.")
+        elif self.last:
+            logger.log(f"Interrupted mid-iteration: a resume continues from the last "
+                       f"checkpoint, {self.last}.")
+        if self.last:
+            logger.log(f"Resume with `rlpyt train --resume {run_dir}` (a run of rlpyt train) "
+                       f"or runner.train(resume={run_dir!r}) in a script.")

@@ -1,0 +1,205 @@
+"""The rank processes of a ``SyncRl`` run that starts its own ranks (not ``torchrun``):
+spawned, watched, and stopped.
+
+Each rank is a ``spawn`` child bound to the launcher by a ``ParentGuard`` (it dies with
+the launcher, even while starting) in a process group of its own (signals come from the
+launcher only, once).  The launcher waits for every rank's report; the first failure
+(an exception or a death) raises ``SyncRlError`` with that rank's traceback, the root
+cause first.  A signal to the launcher is passed on once training runs (rank 0 writes
+its last snapshot); before every rank is set up, the ranks are ended at once.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import time
+import traceback
+from multiprocessing import connection
+
+from rlpyt.utils.process import ParentGuard, describe_exit, exit_now, guarded_target
+from rlpyt.utils.synchronize import find_port
+
+__all__ = ["SyncRlError", "spawn_ranks"]
+
+_STOP_GRACE_S = 2.0  # SIGTERM, then SIGKILL after this long
+_EXIT_GRACE_S = 30.0  # after every rank reported success, time to exit on its own
+# After Ctrl-C / SIGTERM, time for rank 0's last snapshot; then SIGTERM, and SIGKILL after
+# _INTERRUPT_STOP_GRACE_S: every rank is gone within 5 s of the signal.
+_INTERRUPT_GRACE_S = 2.0
+_INTERRUPT_STOP_GRACE_S = 1.0
+_POLL_S = 0.2
+_FAILURE_WINDOW_S = 1.0  # after a first failure, collect the others' for the report
+# A rank whose peer died fails inside a collective with one of these; it is not the cause.
+_PEER_LOSS_MARKS = ("DistBackendError", "Connection closed by peer", "Connection reset by peer",
+                    "gloo", "NCCL", "Broken pipe")
+
+
+class SyncRlError(RuntimeError):
+    """A rank failed; the message carries that rank's traceback (or how it died)."""
+
+
+def spawn_ranks(runner, n_ranks: int, log_state: dict):
+    """Train ``runner`` on ``n_ranks`` spawned ranks (``runner._train_rank`` in each,
+    rendezvous on a free local port); returns rank 0's summary."""
+    ctx = mp.get_context("spawn")
+    init_method = f"tcp://127.0.0.1:{find_port()}"
+    procs, conns, started = [], [], set()
+    try:
+        for rank in range(n_ranks):
+            recv, send = ctx.Pipe(duplex=False)
+            proc = ctx.Process(
+                # The guard is unpickled first, before this module and the runner
+                # (torch, envs: seconds): it binds the rank to this launcher.
+                target=guarded_target,
+                args=(ParentGuard(os.getpid()), _spawned_rank_main, runner, rank,
+                      n_ranks, init_method, send, log_state),
+                name=f"rlpyt-SyncRl-rank-{rank}",
+            )
+            proc.start()
+            send.close()
+            procs.append(proc)
+            conns.append(recv)
+        summary = _watch_ranks(procs, conns, started)
+        # A rank reports before it leaves its process group and exits: give it time
+        # to finish on its own (a signal in its teardown can abort it mid-way).
+        deadline = time.monotonic() + _EXIT_GRACE_S
+        for proc in procs:
+            proc.join(max(deadline - time.monotonic(), 0))
+        return summary
+    except KeyboardInterrupt as e:
+        if len(started) < len(procs):
+            # A rank still starting may be inside the group's rendezvous (C++: no
+            # Python signal handler runs there), and one whose peer stopped first
+            # prints c10d's connection warnings.  Nothing is trained yet: end them
+            # all at once, the store's host (rank 0) last.
+            _kill_processes(procs[::-1])
+            raise
+        # The ranks have their own process group (a terminal's Ctrl-C, or a signal
+        # to this launcher alone, reaches only it): pass the signal on, once, and let
+        # rank 0 write its last snapshot and exit.
+        _signal_processes(procs, getattr(e, "signum", signal.SIGINT))
+        deadline = time.monotonic() + _INTERRUPT_GRACE_S
+        for proc in procs:
+            proc.join(max(deadline - time.monotonic(), 0))
+        _stop_processes(procs, _INTERRUPT_STOP_GRACE_S)
+        raise
+    finally:
+        _stop_processes(procs)
+        for conn in conns:
+            conn.close()
+
+
+def _spawned_rank_main(guard: ParentGuard, runner, rank: int, world_size: int,
+                       init_method: str, conn, log_state: dict) -> None:
+    """A rank's process; ``guard`` did its work while being unpickled (a launcher killed
+    with SIGKILL takes its ranks with it, even one killed while they were starting)."""
+    os.setpgid(0, 0)  # signals come from the launcher only, once (see _spawn_ranks)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # (even in a background job)
+    runner._launcher_conn = conn  # for SyncRl.startup's "started"
+    try:
+        summary = runner._train_rank(rank, world_size, rank, init_method, log_state)
+        conn.send(("ok", summary if rank == 0 else None))
+        code = 0
+    except BaseException:  # noqa: BLE001 - every failure goes to the launcher
+        conn.send(("error", traceback.format_exc()))
+        code = 1
+    conn.close()
+    # Reported: end now.  The interpreter's teardown (torch, gloo) takes seconds on a
+    # busy machine, and the launcher waits for it after a Ctrl-C.
+    exit_now(code)
+
+
+def _watch_ranks(procs: list, conns: list, started: set):
+    """Wait for every rank; on the first failure (an exception or a death) raise
+    ``SyncRlError`` with the failed rank's traceback.  Returns rank 0's summary.
+    ``started`` gets the ranks that said they are set up and about to train."""
+    summary, done, failures = None, set(), {}
+    open_conns = dict(enumerate(conns))
+    first_failure = None
+    while len(done) + len(failures) < len(procs):
+        if first_failure is not None and time.monotonic() - first_failure > _FAILURE_WINDOW_S:
+            break
+        waitables = list(open_conns.values()) + [
+            p.sentinel for r, p in enumerate(procs) if r not in done and r not in failures]
+        connection.wait(waitables, timeout=_POLL_S)
+        for rank, proc in enumerate(procs):
+            if rank in done or rank in failures:
+                continue
+            message = _receive(open_conns[rank]) if rank in open_conns else "closed"
+            if message == "closed":
+                open_conns.pop(rank, None)
+            if isinstance(message, tuple):
+                kind, payload = message
+                if kind == "started":
+                    started.add(rank)
+                elif kind == "ok":
+                    done.add(rank)
+                    summary = payload if rank == 0 else summary
+                else:
+                    failures[rank] = payload
+            elif proc.exitcode is not None and rank not in open_conns:
+                failures[rank] = f"died without a traceback: {describe_exit(proc.exitcode)}"
+            if rank in failures and first_failure is None:
+                first_failure = time.monotonic()
+    if failures:
+        raise SyncRlError(_failure_report(failures))
+    return summary
+
+
+def _failure_report(failures: dict[int, str]) -> str:
+    """The root cause first: ranks that failed in a collective only because a peer went
+    away are reported after the rank that failed on its own."""
+    def secondary(text: str) -> bool:
+        return any(mark in text for mark in _PEER_LOSS_MARKS)
+
+    order = sorted(failures, key=lambda r: (secondary(failures[r]), r))
+    root = order[0]
+    report = f"SyncRl rank {root} failed:\n{failures[root].rstrip()}"
+    for rank in order[1:]:
+        last = failures[rank].rstrip().splitlines()[-1] if failures[rank].strip() else ""
+        report += f"\n(rank {rank} also stopped: {last})"
+    return report
+
+
+def _receive(conn):
+    """One message if ready; "closed" at end of stream; None if nothing is there yet."""
+    try:
+        if not conn.poll():
+            return None
+        return conn.recv()
+    except (EOFError, OSError):
+        return "closed"
+
+
+def _signal_processes(procs: list, signum: int) -> None:
+    for proc in procs:
+        if proc.is_alive():
+            try:
+                os.kill(proc.pid, signum)
+            except ProcessLookupError:
+                pass
+
+
+def _kill_processes(procs: list) -> None:
+    """SIGKILL every live process, in order, and reap all."""
+    for proc in procs:
+        if proc.is_alive():
+            proc.kill()
+    for proc in procs:
+        proc.join()
+
+
+def _stop_processes(procs: list, grace_s: float = _STOP_GRACE_S) -> None:
+    """SIGTERM every live rank, SIGKILL what is left after ``grace_s``, reap all."""
+    for proc in procs:
+        if proc.is_alive():
+            proc.terminate()
+    deadline = time.monotonic() + grace_s
+    for proc in procs:
+        proc.join(max(deadline - time.monotonic(), 0))
+    for proc in procs:
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
