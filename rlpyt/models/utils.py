@@ -42,8 +42,8 @@ def update_state_dict(
     """Move ``model``'s parameters and buffers toward ``state_dict``, in place.
 
     ``tau=1`` copies (``load_state_dict``); ``0 <= tau < 1`` is a soft (Polyak) update
-    ``new = tau * source + (1 - tau) * old`` of every floating-point entry, done with one
-    fused ``torch._foreach_lerp_`` call; integer entries (e.g. counters) are copied.
+    ``new = tau * source + (1 - tau) * old`` of every floating-point entry
+    (``polyak_update_``); integer entries (e.g. counters) are copied.
 
     Args:
         model: the module to update (e.g. a target network); may be DDP-wrapped.
@@ -76,8 +76,19 @@ def update_state_dict(
             float_sources.append(new.to(device=old.device, dtype=old.dtype))
         else:
             old.copy_(new)
-    if float_targets:
-        torch._foreach_lerp_(float_targets, float_sources, tau)
+    polyak_update_(float_targets, float_sources, tau)
+
+
+def polyak_update_(targets: list[torch.Tensor], sources: list[torch.Tensor],
+                   tau: float) -> None:
+    """``target <- tau * source + (1 - tau) * target`` for each pair, in place.
+
+    Public ``lerp_`` per tensor: torch's fused ``_foreach_lerp_`` is private, and the
+    target networks here hold a handful of tensors each (docs/notes/house_in_order.md).
+    """
+    with torch.no_grad():
+        for target, source in zip(targets, sources, strict=True):
+            target.lerp_(source, tau)
 
 
 def orthogonal_init_(layer: torch.nn.Linear, gain: float = math.sqrt(2)) -> torch.nn.Linear:

@@ -24,6 +24,7 @@ import torch
 
 from rlpyt.agents.base import BaseAgent
 from rlpyt.models.utils import (
+    polyak_update_,
     set_train_mode,
     strip_ddp_state_dict,
     unwrap_parallel,
@@ -227,9 +228,7 @@ class QpgAgent(BaseAgent):
             raise ValueError(f"{type(self).__name__}.update_target: tau={tau!r} must lie in [0, 1]")
         if self._target_pairs is None:
             self._target_pairs = self._make_target_pairs()
-        targets, sources = self._target_pairs
-        with torch.no_grad():
-            torch._foreach_lerp_(targets, sources, tau)  # one fused Polyak step for all
+        polyak_update_(*self._target_pairs, tau)
 
     def _make_target_pairs(self) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
         """Matching float tensors (parameters and buffers) of every target and its online
