@@ -175,7 +175,7 @@ SLOW_PEER = textwrap.dedent("""
     from rlpyt.algos.pg.a2c import A2C
     from rlpyt.runners.sync_rl import SyncRl
     from rlpyt.samplers.serial.sampler import SerialSampler
-    from rlpyt.utils.process import interrupt_on_sigterm
+    from rlpyt.utils.supervisor import interrupt_on_sigterm
     from tests.test_signals import SlowFirstEnv
 
     sampler = SerialSampler(EnvCls=SlowFirstEnv, env_kwargs=dict(marker=sys.argv[1]),

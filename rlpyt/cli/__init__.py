@@ -51,17 +51,17 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the ``rlpyt`` command; ``argv`` None: this process's arguments (the program
     itself, which then ends at once after the command: see
-    ``rlpyt.utils.process.exit_now``)."""
+    ``rlpyt.utils.supervisor.exit_now``)."""
     code = _main(argv)
     if argv is None:
-        from rlpyt.utils.process import exit_now
+        from rlpyt.utils.supervisor import exit_now
 
         exit_now(code)
     return code
 
 
 def _main(argv: list[str] | None) -> int:
-    from rlpyt.utils.process import interrupt_on_sigterm
+    from rlpyt.utils.supervisor import interrupt_on_sigterm
 
     argv = sys.argv[1:] if argv is None else argv
     args = None

@@ -22,24 +22,15 @@ import threading
 import time
 import traceback
 
-import torch
-
 from rlpyt.samplers.async_.base import run_sampler
 from rlpyt.samplers.async_.control import AsyncControl, AsyncStopped, ThrottleSpec
 from rlpyt.samplers.parallel.control import unlink_semaphore_names
-from rlpyt.utils.process import child_processes, describe_exit, kill_processes
+from rlpyt.utils.supervisor import ASYNC_PROCESSES, child_setup, describe_exit, stop_processes
 
 __all__ = ["AsyncProcesses", "AsyncRunError", "QueueReader", "append_to_buffer",
            "memory_copier"]
 
 FAULT_CHECK_S = 0.2
-# Stopping the sampler and copier processes: after the stop request each has this long
-# to leave on its own (both poll it every POLL_S), then SIGTERM (both exit at once on it,
-# the sampler stopping its workers), then SIGKILL.  A sampler inside an evaluation or a
-# long batch does not look at the request, and a Ctrl-C must end the run within 5 s.
-# The SIGTERM wait is the longer one: the sampler then stops its own workers.
-JOIN_TIMEOUT_S = 1.0
-TERMINATE_TIMEOUT_S = 2.0
 
 
 class AsyncRunError(RuntimeError):
@@ -61,12 +52,7 @@ def append_to_buffer(algo, buffer, samples, param_version: int = -1) -> None:
 def memory_copier(double_buffer, control: AsyncControl, append, start_itr: int = 0) -> None:
     """Entry point of the memory-copier process: slot by slot, in order, into the replay
     (from batch ``start_itr`` on, whose slot is ``start_itr % 2``)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
-    torch.set_num_threads(1)  # Before any torch op: a forked child may hang otherwise.
-    from rlpyt.utils.process import die_with_parent
-
-    die_with_parent()
+    child_setup()
     try:
         n = start_itr
         while True:
@@ -201,25 +187,11 @@ class AsyncProcesses:
         control block released."""
         if self.control is None:
             return
-        self.control.request_stop()
-        procs = [p for p in (self.sampler_process, self.copier_process) if p is not None]
-        descendants = child_processes(procs)
-        if self._sampler_hung:
-            self.sampler_process.terminate()  # Hung: it will not see the stop request.
-        deadline = time.monotonic() + JOIN_TIMEOUT_S
-        for proc in procs:
-            proc.join(timeout=max(0.0, deadline - time.monotonic()))
-        for proc in procs:
-            if proc.is_alive():
-                proc.terminate()
-        deadline = time.monotonic() + TERMINATE_TIMEOUT_S
-        for proc in procs:
-            proc.join(timeout=max(0.0, deadline - time.monotonic()))
-        for proc in procs:
-            if proc.is_alive():
-                proc.kill()
-                proc.join(timeout=2.0)
-        kill_processes(descendants, timeout=2.0)
+        # Both poll the request; SIGTERM ends either at once (the sampler stopping its
+        # workers first).  A sampler inside an evaluation or a long batch does not look.
+        stop_processes([self.sampler_process, self.copier_process], ASYNC_PROCESSES,
+                       request_stop=self.control.request_stop,
+                       hung=[self.sampler_process] if self._sampler_hung else ())
         self.control.close()
         self.control = None
         if self._stack_file is not None:

@@ -37,7 +37,7 @@ from rlpyt.utils.logging.run_dir import (
 
 # The layout (and finding checkpoints) lives with the other run-dir rules, so that the
 # experiment launcher (a lower layer) can tell a resumable run without importing torch.
-from rlpyt.utils.process import process_alive
+from rlpyt.utils.supervisor import process_alive
 
 __all__ = [
     "CHECKPOINT_DIR",

@@ -18,17 +18,24 @@ import time
 import traceback
 from multiprocessing import connection
 
-from rlpyt.utils.process import ParentGuard, describe_exit, exit_now, guarded_target
+from rlpyt.utils.supervisor import (
+    RANK_EXIT_S,
+    RANK_SNAPSHOT_S,
+    RANKS,
+    RANKS_INTERRUPTED,
+    ParentGuard,
+    child_setup,
+    describe_exit,
+    exit_now,
+    guarded_target,
+    kill_processes,
+    signal_processes,
+    stop_processes,
+)
 from rlpyt.utils.synchronize import find_port
 
 __all__ = ["SyncRlError", "spawn_ranks"]
 
-_STOP_GRACE_S = 2.0  # SIGTERM, then SIGKILL after this long
-_EXIT_GRACE_S = 30.0  # after every rank reported success, time to exit on its own
-# After Ctrl-C / SIGTERM, time for rank 0's last snapshot; then SIGTERM, and SIGKILL after
-# _INTERRUPT_STOP_GRACE_S: every rank is gone within 5 s of the signal.
-_INTERRUPT_GRACE_S = 2.0
-_INTERRUPT_STOP_GRACE_S = 1.0
 _POLL_S = 0.2
 _FAILURE_WINDOW_S = 1.0  # after a first failure, collect the others' for the report
 # A rank whose peer died fails inside a collective with one of these; it is not the cause.
@@ -64,7 +71,7 @@ def spawn_ranks(runner, n_ranks: int, log_state: dict):
         summary = _watch_ranks(procs, conns, started)
         # A rank reports before it leaves its process group and exits: give it time
         # to finish on its own (a signal in its teardown can abort it mid-way).
-        deadline = time.monotonic() + _EXIT_GRACE_S
+        deadline = time.monotonic() + RANK_EXIT_S
         for proc in procs:
             proc.join(max(deadline - time.monotonic(), 0))
         return summary
@@ -74,19 +81,19 @@ def spawn_ranks(runner, n_ranks: int, log_state: dict):
             # Python signal handler runs there), and one whose peer stopped first
             # prints c10d's connection warnings.  Nothing is trained yet: end them
             # all at once, the store's host (rank 0) last.
-            _kill_processes(procs[::-1])
+            kill_processes(procs[::-1])
             raise
         # The ranks have their own process group (a terminal's Ctrl-C, or a signal
         # to this launcher alone, reaches only it): pass the signal on, once, and let
         # rank 0 write its last snapshot and exit.
-        _signal_processes(procs, getattr(e, "signum", signal.SIGINT))
-        deadline = time.monotonic() + _INTERRUPT_GRACE_S
+        signal_processes(procs, getattr(e, "signum", signal.SIGINT))
+        deadline = time.monotonic() + RANK_SNAPSHOT_S
         for proc in procs:
             proc.join(max(deadline - time.monotonic(), 0))
-        _stop_processes(procs, _INTERRUPT_STOP_GRACE_S)
+        stop_processes(procs, RANKS_INTERRUPTED)
         raise
     finally:
-        _stop_processes(procs)
+        stop_processes(procs, RANKS)
         for conn in conns:
             conn.close()
 
@@ -95,8 +102,11 @@ def _spawned_rank_main(guard: ParentGuard, runner, rank: int, world_size: int,
                        init_method: str, conn, log_state: dict) -> None:
     """A rank's process; ``guard`` did its work while being unpickled (a launcher killed
     with SIGKILL takes its ranks with it, even one killed while they were starting)."""
-    os.setpgid(0, 0)  # signals come from the launcher only, once (see _spawn_ranks)
-    signal.signal(signal.SIGINT, signal.default_int_handler)  # (even in a background job)
+    os.setpgid(0, 0)  # signals come from the launcher only, once (see spawn_ranks)
+    # Python's SIGINT handler (even in a background job): rank 0 writes its last
+    # snapshot.  SIGTERM stays the launcher's stop.  The guard did the rest.
+    child_setup(sigint="raise", exit_on_sigterm=False, torch_threads=None,
+                fork_server=True)
     runner._launcher_conn = conn  # for SyncRl.startup's "started"
     try:
         summary = runner._train_rank(rank, world_size, rank, init_method, log_state)
@@ -171,35 +181,3 @@ def _receive(conn):
         return conn.recv()
     except (EOFError, OSError):
         return "closed"
-
-
-def _signal_processes(procs: list, signum: int) -> None:
-    for proc in procs:
-        if proc.is_alive():
-            try:
-                os.kill(proc.pid, signum)
-            except ProcessLookupError:
-                pass
-
-
-def _kill_processes(procs: list) -> None:
-    """SIGKILL every live process, in order, and reap all."""
-    for proc in procs:
-        if proc.is_alive():
-            proc.kill()
-    for proc in procs:
-        proc.join()
-
-
-def _stop_processes(procs: list, grace_s: float = _STOP_GRACE_S) -> None:
-    """SIGTERM every live rank, SIGKILL what is left after ``grace_s``, reap all."""
-    for proc in procs:
-        if proc.is_alive():
-            proc.terminate()
-    deadline = time.monotonic() + grace_s
-    for proc in procs:
-        proc.join(max(deadline - time.monotonic(), 0))
-    for proc in procs:
-        if proc.is_alive():
-            proc.kill()
-            proc.join()

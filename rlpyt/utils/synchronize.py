@@ -10,7 +10,7 @@ import socket
 import time
 from typing import Any
 
-from rlpyt.utils.process import process_alive
+from rlpyt.utils.supervisor import process_alive
 
 __all__ = ["RWLock", "drain_queue", "find_port"]
 

@@ -32,6 +32,7 @@ from rlpyt.samplers.async_.control import AsyncControl, AsyncStopped
 from rlpyt.samplers.base import BaseSampler
 from rlpyt.samplers.buffer import build_samples_buffer
 from rlpyt.utils.buffer import torchify_buffer
+from rlpyt.utils.supervisor import child_setup
 
 __all__ = ["AsyncSamplerBase", "SamplerLoop", "run_sampler"]
 
@@ -101,10 +102,6 @@ class AsyncSamplerBase(BaseSampler):
         return SamplerLoop(inner, self.double_buffer_np, agent, control)
 
 
-def _exit_on_sigterm(signum, frame):
-    raise SystemExit(0)
-
-
 @dataclass(frozen=True)
 class EvalItrs:
     """The sampler iterations after which an ``AsyncRlEval`` run's sampler evaluates: every
@@ -147,11 +144,11 @@ def run_sampler(sampler: AsyncSamplerBase, agent, control: AsyncControl, *, affi
         stack_file: where ``SIGUSR1`` makes this process write every thread's stack
             (the runner's watchdog reads it when a batch takes too long).
     """
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # The optimizer process decides.
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    from rlpyt.utils.process import apply_affinity, die_with_parent
+    # The optimizer process decides when to stop; this process starts its own workers
+    # (the fork server stays), and its torch threads are set below.
+    child_setup(fork_server=True, torch_threads=None)
+    from rlpyt.utils.process import apply_affinity
 
-    die_with_parent()
     stack_out = open(stack_file, "w")  # noqa: SIM115 - open for the life of the process
     faulthandler.register(signal.SIGUSR1, file=stack_out, all_threads=True)
     inner = sampler.sampler

@@ -24,7 +24,6 @@ import multiprocessing as mp
 import multiprocessing.util  # noqa: F401  (its exit hook must be registered before ours)
 import os
 import sys
-import time
 import warnings
 import weakref
 
@@ -41,19 +40,13 @@ from rlpyt.samplers.parallel.control import (
 from rlpyt.samplers.parallel.eval import EvalSchedule, finish_evaluation, hard_step_limit
 from rlpyt.samplers.parallel.vec_stepping import make_example_env
 from rlpyt.samplers.parallel.worker import sampling_process
-from rlpyt.utils.process import (
-    ParentGuard,
-    available_cpus,
-    child_processes,
-    guarded_target,
-    kill_processes,
-)
+from rlpyt.utils.process import available_cpus
 from rlpyt.utils.seed import env_seeds, make_seed
+from rlpyt.utils.supervisor import SAMPLER_WORKERS, ParentGuard, guarded_target, stop_processes
 
 __all__ = ["ParallelSamplerBase", "split_evenly"]
 
 START_METHODS = ("fork", "forkserver", "spawn")
-JOIN_TIMEOUT_S = 3.0
 DEFAULT_STEP_TIMEOUT_S = 60.0
 _LIVE_SAMPLERS: weakref.WeakSet = weakref.WeakSet()
 
@@ -394,24 +387,11 @@ class ParallelSamplerBase(BaseSampler):
             return
         self._closed = True
         _LIVE_SAMPLERS.discard(self)
-        descendants = child_processes(self.processes)
-        if self.control is not None:
-            self.control.stop.value = 1
-            self.control.command.value = int(Command.STOP)
-            self.control.wake_all()
-        for w in self.monitor.stuck_workers() if self.monitor is not None else ():
-            self.processes[w].terminate()  # Stuck in an env call: it will not see the flag.
-        deadline = time.monotonic() + JOIN_TIMEOUT_S
-        for proc in self.processes:
-            proc.join(timeout=max(0.0, deadline - time.monotonic()))
-        for proc in self.processes:
-            if proc.is_alive():
-                proc.terminate()  # SIGTERM: the worker unwinds and closes its envs.
-                proc.join(timeout=1.0)
-            if proc.is_alive():
-                proc.kill()
-                proc.join(timeout=1.0)
-        kill_processes(descendants)
+        # A worker stuck in an env call will not see the request: SIGTERM at once (it
+        # unwinds and closes its envs).
+        stuck = self.monitor.stuck_workers() if self.monitor is not None else ()
+        stop_processes(self.processes, SAMPLER_WORKERS, request_stop=self._request_stop,
+                       hung=[self.processes[w] for w in stuck])
         if self.control is not None:
             self.control.close_queues()
         for reader, writer in getattr(self, "_stack_pipes", ()):
@@ -420,6 +400,12 @@ class ParallelSamplerBase(BaseSampler):
         self._stack_pipes = []
         # Drop the primitives: named semaphores (spawn/forkserver) are unlinked when freed.
         self.control = self.monitor = self.eval_schedule = None
+
+    def _request_stop(self) -> None:
+        if self.control is not None:
+            self.control.stop.value = 1
+            self.control.command.value = int(Command.STOP)
+            self.control.wake_all()
 
     def __del__(self):
         try:

@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from rlpyt.utils.process import describe_exit
+from rlpyt.utils.supervisor import describe_exit
 
 __all__ = [
     "Command",

@@ -36,14 +36,11 @@ import time
 import traceback
 
 from rlpyt.samplers.parallel.control import Command, WorkerSpec, WorkerStopped
+from rlpyt.utils.supervisor import child_setup
 
 __all__ = ["sampling_process"]
 
 MASTER_GONE_GRACE_S = 2.0  # After the master died: time to unwind before SIGKILL.
-
-
-def _exit_on_sigterm(signum, frame):
-    raise SystemExit(0)  # Unwind: close envs, stop anything the envs started.
 
 
 def _enable_crash_tracebacks() -> None:
@@ -62,21 +59,18 @@ def _enable_crash_tracebacks() -> None:
 def sampling_process(guard, common: dict, spec: WorkerSpec, stack_writer=None) -> None:
     """Entry point of one worker (``multiprocessing.Process`` target).
 
-    ``guard`` is a ``rlpyt.utils.process.ParentGuard`` (it did its work while being
+    ``guard`` is a ``rlpyt.utils.supervisor.ParentGuard`` (it did its work while being
     unpickled, under ``spawn``/``forkserver``).  ``stack_writer`` (a
     ``multiprocessing`` connection) receives the worker's Python stack when the master
     sends ``SIGUSR1`` (it does so for a hung env).
     """
     # The master handles Ctrl-C and stops workers itself; SIGTERM unwinds cleanly.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    # Torch threads: set by apply_affinity below, before any torch op.
+    child_setup(torch_threads=None)
     _enable_crash_tracebacks()
     if stack_writer is not None and hasattr(signal, "SIGUSR1"):
         faulthandler.register(signal.SIGUSR1, file=stack_writer.fileno(), all_threads=True)
-    from rlpyt.utils.process import apply_affinity, die_with_parent, release_fork_server
-
-    die_with_parent()
-    release_fork_server()
+    from rlpyt.utils.process import apply_affinity
     master_alive = _watch_master()
     sync = common["control"].worker_sync(spec.rank, master_alive)
     worker = None

@@ -1,6 +1,7 @@
 """Supervisor of one launched run: pin, start the train script, take its tree down with it.
 
-Run as a plain script (it imports nothing from rlpyt, so it starts in milliseconds)::
+Run as a plain script (it imports only ``rlpyt.utils.supervisor``, which imports no
+torch, so it starts in milliseconds)::
 
     python supervisor.py [--cpus 0,1,8,9] [--parent-pid PID] -- python train.py ARGS...
 
@@ -28,29 +29,12 @@ import subprocess
 import sys
 import time
 
+if not __package__:  # run as a script: the package this file belongs to, last on the path
+    sys.path.append(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))))
+from rlpyt.utils.supervisor import die_with_parent  # noqa: E402
+
 GRACE_SECONDS = 5.0
-_PR_SET_PDEATHSIG = 1
-
-
-def _set_parent_death_signal(signum: int) -> None:
-    """Have Linux send ``signum`` to this process when its parent exits (no-op elsewhere)."""
-    if _prctl is not None:
-        _prctl(_PR_SET_PDEATHSIG, signum)
-
-
-def _load_prctl():
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-
-
-# Bound once here, so the child side of fork only calls an existing function.
-_prctl = _load_prctl()
 
 
 def _pin(cpus: list[int]) -> None:
@@ -91,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     if not command:
         parser.error("no command given after --")
     if args.parent_pid is not None:
-        _set_parent_death_signal(signal.SIGTERM)
+        die_with_parent(signal.SIGTERM)
         if os.getppid() != args.parent_pid:  # The launcher died before prctl took effect.
             return 128 + signal.SIGTERM
     if args.cpus:
@@ -107,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     child = subprocess.Popen(
         command,
         start_new_session=True,  # The script leads its own process group.
-        preexec_fn=lambda: _set_parent_death_signal(signal.SIGKILL),
+        preexec_fn=lambda: die_with_parent(signal.SIGKILL),
     )
     while child.poll() is None and stop["signal"] is None:
         time.sleep(0.05)

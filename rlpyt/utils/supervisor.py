@@ -1,0 +1,386 @@
+"""Child processes: how each starts, how its parent watches it, how it is stopped.
+
+Every process of a run other than the one the user started (sampler workers, the
+async sampler and memory copier, SyncRl ranks, a launched run's supervisor) uses this
+module, so a fix to how children start or stop is made once:
+
+- **Start.** ``child_setup`` is what a child does first: it ignores SIGINT (its parent
+  stops it; a terminal's Ctrl-C reaches the whole foreground group) or takes Python's
+  handler, exits on SIGTERM, dies with its parent (``die_with_parent``), drops the
+  fork server's pipe and sets one torch thread before any torch op (a forked child
+  that uses torch after its parent used its thread pool can hang).  A ``spawn`` or
+  ``forkserver`` child is bound to its parent while it is still unpickling its
+  arguments by a ``ParentGuard`` and ``guarded_target``.
+- **Watch.** ``describe_exit`` says how a child ended, for the parent's error.
+- **Stop.** ``stop_processes``: time to leave on a stop request, then SIGTERM, then
+  SIGKILL, every child reaped and every descendant it left killed; ``kill_processes``
+  at once; ``signal_processes`` passes a signal on.  The timeouts live here.
+- **The parent's own end.** ``interrupt_on_sigterm`` turns SIGTERM into a
+  ``KeyboardInterrupt`` (a run stops as on Ctrl-C); ``exit_now`` ends a finished
+  process without the interpreter's slow teardown.
+
+This module imports no torch (``guarded_target`` relies on it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+__all__ = [
+    "ASYNC_PROCESSES",
+    "KILL_REAP_S",
+    "RANKS",
+    "RANKS_INTERRUPTED",
+    "RANK_EXIT_S",
+    "RANK_SNAPSHOT_S",
+    "SAMPLER_WORKERS",
+    "ParentGuard",
+    "SignalInterrupt",
+    "StopTimes",
+    "child_processes",
+    "child_setup",
+    "describe_exit",
+    "die_with_parent",
+    "exit_now",
+    "guarded_target",
+    "interrupt_on_sigterm",
+    "kill_processes",
+    "kill_psutil_processes",
+    "process_alive",
+    "release_fork_server",
+    "signal_processes",
+    "stop_processes",
+]
+
+
+
+@dataclass(frozen=True)
+class StopTimes:
+    """How long ``stop_processes`` waits: ``join_s`` for children to leave on their own
+    after the stop request, then ``terminate_s`` after SIGTERM, before SIGKILL."""
+
+    join_s: float
+    terminate_s: float
+
+
+# Every stop's times, in one place.  A Ctrl-C must end a whole run within 5 s, the
+# nested stops included (an async run's sampler process stops its own workers).
+SAMPLER_WORKERS = StopTimes(join_s=3.0, terminate_s=1.0)  # SIGTERM: envs close as they unwind
+ASYNC_PROCESSES = StopTimes(join_s=1.0, terminate_s=2.0)  # the sampler then stops its workers
+RANKS = StopTimes(join_s=0.0, terminate_s=2.0)  # ranks stop on the launcher's signal
+RANKS_INTERRUPTED = StopTimes(join_s=0.0, terminate_s=1.0)  # after RANK_SNAPSHOT_S
+RANK_SNAPSHOT_S = 2.0  # after Ctrl-C or SIGTERM, rank 0's time for its last snapshot
+RANK_EXIT_S = 30.0  # after every rank reported, time to leave its group and exit
+KILL_REAP_S = 2.0  # after SIGKILL, time to be reaped
+
+
+# ---- start -------------------------------------------------------------------------------
+def child_setup(sigint: str = "ignore", exit_on_sigterm: bool = True,
+                torch_threads: int | None = 1, fork_server: bool = False) -> None:
+    """The first thing a child process does.
+
+    Args:
+        sigint: ``"ignore"`` (the parent stops this child) or ``"raise"`` (Python's
+            ``KeyboardInterrupt``: a child that finishes its own work on Ctrl-C).
+        exit_on_sigterm: SIGTERM ends the child with ``sys.exit(0)`` (``finally``
+            blocks run: envs close); False leaves SIGTERM as it was.
+        torch_threads: torch threads, set before any torch op (None: leave torch
+            alone and do not import it).
+        fork_server: the child starts processes through the fork server itself (else
+            it drops the fork server's pipe: ``release_fork_server``).
+    """
+    if sigint == "ignore":
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    elif sigint == "raise":
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    else:
+        raise ValueError(f"sigint={sigint!r} must be 'ignore' or 'raise'")
+    if exit_on_sigterm:
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    die_with_parent()
+    if not fork_server:
+        release_fork_server()
+    if torch_threads is not None:
+        import torch
+
+        torch.set_num_threads(int(torch_threads))
+
+
+def _exit_on_sigterm(signum, frame):
+    sys.exit(0)
+
+
+def _load_prctl():
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+# Bound at import, so that a forked child (a ``preexec_fn``) only calls a function.
+_prctl = _load_prctl()
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(signum: int = signal.SIGKILL) -> bool:
+    """Ask the kernel to send ``signum`` (default SIGKILL) to this process when its
+    parent dies (Linux only).
+
+    A child blocked in native code (an emulator, a simulator) cannot poll for its
+    parent; this makes sure it does not outlive a parent killed with SIGKILL.
+    Returns whether the request was made.
+    """
+    if _prctl is None:
+        return False
+    return _prctl(_PR_SET_PDEATHSIG, int(signum), 0, 0, 0) == 0
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and has not exited (a zombie counts as exited)."""
+    try:
+        import psutil
+
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except ImportError:  # pragma: no cover - psutil is a dependency
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    except Exception:  # noqa: BLE001 - psutil.NoSuchProcess and friends
+        return False
+
+
+def child_processes(processes) -> list:
+    """Every descendant (``psutil.Process``) of the given ``multiprocessing`` processes."""
+    try:
+        import psutil
+    except ImportError:  # pragma: no cover - psutil is a dependency
+        return []
+    found = []
+    for proc in processes:
+        try:
+            found.extend(psutil.Process(proc.pid).children(recursive=True))
+        except (psutil.Error, ValueError, TypeError):
+            continue
+    return found
+
+
+def kill_psutil_processes(processes, timeout: float = 1.0) -> None:
+    """SIGKILL ``psutil.Process`` objects (gone ones are skipped) and reap them."""
+    import psutil
+
+    for p in processes:
+        try:
+            p.kill()
+        except psutil.Error:
+            continue
+    psutil.wait_procs(processes, timeout=timeout)
+
+
+def describe_exit(exitcode) -> str:
+    """How a child process ended, from its ``exitcode``, for error messages."""
+    if exitcode is None:
+        return "the process is not running"
+    if exitcode < 0:
+        import signal
+
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        return (f"killed by signal {name} (exit code {exitcode}); "
+                "no Python traceback is available")
+    return f"exited with code {exitcode} without reporting an error"
+
+
+def release_fork_server() -> None:
+    """Close this process's inherited write end of multiprocessing's fork-server "alive" pipe.
+
+    The fork server exits when no process holds that end any more; it gives the end
+    to every child it forks, so a child that keeps it keeps the fork server (and, through
+    its parent-death signal, itself) alive after the master died.  A child that never
+    starts processes through the fork server calls this first thing.  Idempotent.
+    """
+    from multiprocessing import forkserver
+
+    server = forkserver._forkserver
+    fd = getattr(server, "_forkserver_alive_fd", None)
+    if fd is None:
+        return
+    try:
+        os.close(fd)
+    except OSError:
+        pass
+    # Forget the master's fork server: this process would start its own if it needed one.
+    server._forkserver_alive_fd = server._forkserver_pid = None
+    server._forkserver_address = None
+
+
+class ParentGuard:
+    """Ties a ``spawn``/``forkserver`` child to its master as early as possible.
+
+    Pass it as the first argument of the child's target.  The child unpickles it
+    before the rest of its arguments (which import torch, envs, ...: seconds on a busy
+    machine), and unpickling ignores SIGINT (the master stops a starting child), runs
+    ``die_with_parent``, ``release_fork_server`` and a
+    check that the master is still alive (else the child exits at once).  Under
+    ``fork`` nothing is unpickled: the child calls those itself.
+
+    Args:
+        master_pid: pid of the process that starts the child.
+    """
+
+    def __init__(self, master_pid: int):
+        self.master_pid = int(master_pid)
+
+    def __reduce__(self):
+        return _guard_child, (self.master_pid,)
+
+
+def guarded_target(guard: ParentGuard, target, *args):
+    """The ``multiprocessing.Process`` target of a child that a ``ParentGuard`` binds:
+    ``Process(target=guarded_target, args=(ParentGuard(os.getpid()), target, *args))``
+    runs ``target(guard, *args)``.
+
+    A ``spawn``/``forkserver`` child unpickles its target before its arguments: a target
+    in a module that imports torch left seconds in which the master could die (an
+    orphan) or a Ctrl-C reach the child (a traceback) before the guard was unpickled.
+    This module imports no torch, so the guard comes first.
+    """
+    return target(guard, *args)
+
+
+def _guard_child(master_pid: int) -> ParentGuard:
+    # The master stops a starting child itself; a Ctrl-C that reached the child while it
+    # imported (torch: seconds) printed a KeyboardInterrupt traceback per child.  A child
+    # that handles Ctrl-C itself installs its handler once started.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent()
+    release_fork_server()
+    if not process_alive(master_pid):
+        os._exit(0)  # The master died while this child was starting.
+    return ParentGuard(master_pid)
+
+
+# ---- stop --------------------------------------------------------------------------------
+def stop_processes(processes: list, times: StopTimes, request_stop=None, hung=()) -> None:
+    """Stop ``multiprocessing`` children: ``request_stop()`` (if given: the children's
+    own stop request), ``times.join_s`` to leave on their own, then SIGTERM and
+    ``times.terminate_s``, then SIGKILL; all reaped, and every descendant they had before the
+    request killed (an env's own subprocess would outlive its worker).  ``hung``:
+    children that cannot see a request (stuck in native code), sent SIGTERM at once."""
+    processes = [p for p in processes if p is not None]
+    descendants = child_processes(processes)
+    if request_stop is not None:
+        request_stop()
+    for proc in hung:
+        if proc.is_alive():
+            proc.terminate()
+    _join_all(processes, times.join_s)
+    for proc in processes:
+        if proc.is_alive():
+            proc.terminate()
+    _join_all(processes, times.terminate_s)
+    kill_processes(processes)
+    kill_psutil_processes(descendants, timeout=KILL_REAP_S)
+
+
+def kill_processes(processes: list) -> None:
+    """SIGKILL every live ``multiprocessing`` child, in order, and reap all."""
+    for proc in processes:
+        if proc.is_alive():
+            proc.kill()
+    _join_all(processes, KILL_REAP_S)
+
+
+def signal_processes(processes: list, signum: int) -> None:
+    """Send ``signum`` to every live child."""
+    for proc in processes:
+        if proc.is_alive():
+            try:
+                os.kill(proc.pid, signum)
+            except ProcessLookupError:
+                pass
+
+
+def _join_all(processes: list, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    for proc in processes:
+        proc.join(timeout=max(0.0, deadline - time.monotonic()))
+
+
+# ---- the parent's own end --------------------------------------------------------------------
+class SignalInterrupt(KeyboardInterrupt):
+    """SIGTERM (or another stop signal) turned into a ``KeyboardInterrupt``, so that a run
+    stops as on Ctrl-C (last snapshot, workers stopped, shared memory released);
+    ``signum`` says which signal (the command line exits with ``128 + signum``)."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"stopped by {signal.Signals(signum).name}")
+        self.signum = int(signum)
+
+
+@contextlib.contextmanager
+def interrupt_on_sigterm() -> Iterator[None]:
+    """Within the block, SIGTERM raises ``SignalInterrupt`` in the main thread (outside
+    the main thread, or where SIGTERM is ignored, nothing changes)."""
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGTERM) == signal.SIG_IGN:
+        yield
+        return
+
+    def on_sigterm(signum, frame):
+        raise SignalInterrupt(signum)
+
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def exit_now(code: int) -> None:
+    """End this process with ``code`` without the interpreter's teardown.
+
+    For a process whose work is over (workers stopped, run files closed: the ``rlpyt``
+    program after its command, a spawned SyncRl rank after its report); tearing down
+    the interpreter frees every object torch and the envs made, one by one, which
+    takes about 0.4 s on an idle machine and seconds on a busy one, after a Ctrl-C or
+    ``SIGTERM`` too, where a scheduler waits for the exit.  What an ordinary exit still
+    does that matters is done first: non-daemon threads are joined, the ``atexit``
+    handlers run (logging, multiprocessing's clean-up) and the standard streams are
+    flushed.  Where the interpreter offers no way to run the handlers, the ordinary exit
+    stays, with the last garbage collection skipped.
+    """
+    import atexit
+    import gc
+    import threading
+
+    gc.freeze()  # (the ordinary exit's last collection would walk the whole heap)
+    run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
+    if run_exit_handlers is None:  # pragma: no cover - not CPython
+        return
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread() and not thread.daemon:
+            thread.join()
+    run_exit_handlers()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    os._exit(code)

@@ -1,0 +1,172 @@
+"""``rlpyt.utils.supervisor``: children that raise, hang, are killed or ignore SIGTERM
+are all stopped within the stated times, reaped, and leave no descendant."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import time
+
+import psutil
+import pytest
+
+from rlpyt.utils.supervisor import (
+    KILL_REAP_S,
+    StopTimes,
+    child_setup,
+    describe_exit,
+    die_with_parent,
+    kill_processes,
+    signal_processes,
+    stop_processes,
+)
+
+ctx = mp.get_context("fork")
+QUICK = StopTimes(join_s=0.5, terminate_s=0.5)
+
+
+def _cooperative(stop):
+    child_setup(torch_threads=None)
+    while not stop.is_set():
+        time.sleep(0.01)
+
+
+def _ignores_sigterm(ready):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    ready.set()
+    while True:
+        time.sleep(0.01)
+
+
+def _set_up_then_sleep(ready):
+    child_setup(torch_threads=1)
+    import torch
+
+    ready.put((torch.get_num_threads(), signal.getsignal(signal.SIGINT) == signal.SIG_IGN))
+    time.sleep(60)
+
+
+def _raises():
+    raise RuntimeError("boom")
+
+
+def _with_grandchild(pid_queue):
+    child_setup(torch_threads=None)
+    grandchild = ctx.Process(target=time.sleep, args=(60,))
+    grandchild.start()
+    pid_queue.put(grandchild.pid)
+    time.sleep(60)
+
+
+def _orphan_maker(pid_queue):
+    # The middle process: its child asks to die with it.
+    child = ctx.Process(target=_dies_with_parent, args=(pid_queue,))
+    child.start()
+    time.sleep(60)
+
+
+def _dies_with_parent(pid_queue):
+    die_with_parent()
+    pid_queue.put(os.getpid())
+    time.sleep(60)
+
+
+def _wait_gone(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_child_that_stops_on_request_is_not_signalled():
+    stop = ctx.Event()
+    proc = ctx.Process(target=_cooperative, args=(stop,))
+    proc.start()
+    start = time.monotonic()
+    stop_processes([proc], QUICK, request_stop=stop.set)
+    assert proc.exitcode == 0
+    assert time.monotonic() - start < QUICK.join_s
+
+
+def test_a_child_that_ignores_sigterm_is_killed_after_the_stated_times():
+    ready = ctx.Event()
+    proc = ctx.Process(target=_ignores_sigterm, args=(ready,))
+    proc.start()
+    assert ready.wait(10)
+    start = time.monotonic()
+    stop_processes([proc], QUICK)
+    elapsed = time.monotonic() - start
+    assert proc.exitcode == -signal.SIGKILL
+    assert QUICK.join_s + QUICK.terminate_s - 0.1 < elapsed < \
+        QUICK.join_s + QUICK.terminate_s + KILL_REAP_S
+    assert "SIGKILL" in describe_exit(proc.exitcode)
+
+
+def test_a_hung_child_gets_sigterm_at_once_and_unwinds():
+    stop = ctx.Event()  # never set: the child cannot see a request
+    proc = ctx.Process(target=_cooperative, args=(stop,))
+    proc.start()
+    time.sleep(0.2)
+    start = time.monotonic()
+    stop_processes([proc], StopTimes(join_s=5.0, terminate_s=5.0), hung=[proc])
+    assert proc.exitcode == 0  # child_setup: SIGTERM is a clean exit
+    assert time.monotonic() - start < 2.0
+
+
+def test_child_setup_ignores_ctrl_c_and_sets_one_torch_thread():
+    answers = ctx.Queue()
+    proc = ctx.Process(target=_set_up_then_sleep, args=(answers,))
+    proc.start()
+    threads, ignores_sigint = answers.get(timeout=30)
+    assert (threads, ignores_sigint) == (1, True)
+    os.kill(proc.pid, signal.SIGINT)
+    time.sleep(0.3)
+    assert proc.is_alive()
+    signal_processes([proc], signal.SIGTERM)
+    proc.join(5)
+    assert proc.exitcode == 0
+
+
+def test_a_child_that_raised_is_described():
+    proc = ctx.Process(target=_raises)
+    proc.start()
+    proc.join(10)
+    assert proc.exitcode == 1
+    assert "exited with code 1" in describe_exit(proc.exitcode)
+    stop_processes([proc], QUICK)  # already gone: nothing to do, nothing raised
+
+
+def test_stopping_a_child_kills_what_it_started():
+    pids = ctx.Queue()
+    proc = ctx.Process(target=_with_grandchild, args=(pids,))
+    proc.start()
+    grandchild = pids.get(timeout=10)
+    stop_processes([proc], QUICK)
+    assert _wait_gone(grandchild, 2.0)
+
+
+def test_kill_processes_ends_children_at_once():
+    procs = [ctx.Process(target=time.sleep, args=(60,)) for _ in range(3)]
+    for proc in procs:
+        proc.start()
+    start = time.monotonic()
+    kill_processes(procs)
+    assert time.monotonic() - start < 1.0
+    assert all(proc.exitcode == -signal.SIGKILL for proc in procs)
+
+
+@pytest.mark.skipif(not os.uname().sysname == "Linux", reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_child_dies_with_its_parent():
+    pids = ctx.Queue()
+    middle = ctx.Process(target=_orphan_maker, args=(pids,))
+    middle.start()
+    orphan = pids.get(timeout=10)
+    os.kill(middle.pid, signal.SIGKILL)
+    middle.join(5)
+    assert _wait_gone(orphan, 2.0)
