@@ -16,14 +16,10 @@ from hypothesis import strategies as st
 from test_serial_sampler import FakeEnv, eval_agent
 
 from rlpyt.envs.traj_info import TrajInfo
+from rlpyt.samplers.eval import EvalSchedule, hard_step_limit, merge_completed
 from rlpyt.samplers.parallel.base import split_evenly
-from rlpyt.samplers.parallel.eval import (
-    EvalEnvGroup,
-    EvalSchedule,
-    hard_step_limit,
-    merge_completed,
-)
-from rlpyt.samplers.parallel.eval_events import EvalEvents
+from rlpyt.samplers.parallel.eval import EvalEnvGroup
+from rlpyt.samplers.ray_.eval_events import EvalEvents
 from rlpyt.samplers.serial.collectors import SerialEvalCollector
 
 

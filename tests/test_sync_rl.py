@@ -403,11 +403,11 @@ def test_rank_streams_are_distinct_from_every_env_and_worker_stream(seed):
     (it was env r's), nor a parallel worker's, nor another rank's; the same run seed
     gives the same rank seeds."""
     from rlpyt.runners.sync_rl import rank_seed
-    from rlpyt.samplers.parallel.base import _worker_seed
+    from rlpyt.samplers.workers import worker_seed
     from rlpyt.utils.seed import env_seeds
 
     ranks = [rank_seed(seed, r) for r in range(16)]
-    others = set(env_seeds(seed, 4096)) | {_worker_seed(seed, i) for i in range(256)}
+    others = set(env_seeds(seed, 4096)) | {worker_seed(seed, i) for i in range(256)}
     assert not set(ranks) & others
     assert len(set(ranks)) == len(ranks)
     assert ranks == [rank_seed(seed, r) for r in range(16)]

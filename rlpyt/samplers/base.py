@@ -6,7 +6,12 @@ from rlpyt.envs.traj_info import TrajInfo
 from rlpyt.samplers.collections import BatchSpec
 from rlpyt.utils.quick_args import KeywordCheckedInit
 
-__all__ = ["BaseSampler"]
+__all__ = ["BaseSampler", "WorkerError"]
+
+
+class WorkerError(RuntimeError):
+    """A sampler's worker process or Ray actor raised, or died; the message names it, its
+    envs and its traceback."""
 
 
 def _positive_int(name: str, value, allow_zero: bool = False) -> int:

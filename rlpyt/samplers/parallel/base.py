@@ -30,6 +30,8 @@ import weakref
 from rlpyt.envs.traj_info import TrajInfo
 from rlpyt.samplers.base import BaseSampler
 from rlpyt.samplers.buffer import build_samples_buffer
+from rlpyt.samplers.env_group import make_example_env
+from rlpyt.samplers.eval import EvalSchedule, finish_evaluation, hard_step_limit
 from rlpyt.samplers.parallel.control import (
     Command,
     SamplerControl,
@@ -37,17 +39,20 @@ from rlpyt.samplers.parallel.control import (
     WorkerSpec,
     unlink_semaphore_names,
 )
-from rlpyt.samplers.parallel.eval import EvalSchedule, finish_evaluation, hard_step_limit
-from rlpyt.samplers.parallel.vec_stepping import make_example_env
 from rlpyt.samplers.parallel.worker import sampling_process
+from rlpyt.samplers.workers import (
+    DEFAULT_STEP_TIMEOUT_S,
+    check_step_timeout,
+    split_evenly,
+    worker_seed,
+)
 from rlpyt.utils.process import available_cpus
 from rlpyt.utils.seed import env_seeds, make_seed
 from rlpyt.utils.supervisor import SAMPLER_WORKERS, ParentGuard, guarded_target, stop_processes
 
-__all__ = ["ParallelSamplerBase", "split_evenly"]
+__all__ = ["ParallelSamplerBase", "split_evenly"]  # (split_evenly: rlpyt.samplers.workers)
 
 START_METHODS = ("fork", "forkserver", "spawn")
-DEFAULT_STEP_TIMEOUT_S = 60.0
 _LIVE_SAMPLERS: weakref.WeakSet = weakref.WeakSet()
 
 
@@ -59,17 +64,6 @@ def _shutdown_live_samplers() -> None:
 # Registered after multiprocessing's own exit hook, so it runs first (atexit is LIFO):
 # workers are stopped before multiprocessing joins its non-daemonic children.
 atexit.register(_shutdown_live_samplers)
-
-
-def split_evenly(n: int, parts: int, start: int = 0) -> list[tuple[int, int]]:
-    """``parts`` contiguous ``(start, stop)`` ranges covering ``start .. start + n``;
-    the first ``n % parts`` ranges are one longer."""
-    bounds, lo = [], start
-    for p in range(parts):
-        hi = lo + n // parts + (1 if p < n % parts else 0)
-        bounds.append((lo, hi))
-        lo = hi
-    return bounds
 
 
 def default_start_method() -> str:
@@ -144,7 +138,7 @@ class ParallelSamplerBase(BaseSampler):
             valid = [m for m in START_METHODS if m in mp.get_all_start_methods()]
             raise ValueError(f"start_method={start_method!r} is invalid here; valid: {valid}")
         self.start_method = start_method
-        self.step_timeout = _check_step_timeout(step_timeout)
+        self.step_timeout = check_step_timeout(step_timeout)
         self._check_collectors()
         self.processes, self.worker_specs = [], []
         self.control = self.monitor = self.eval_schedule = None
@@ -304,7 +298,7 @@ class ParallelSamplerBase(BaseSampler):
                 env_seeds=[all_seeds[r] for r in env_ranks],
                 eval_env_ranks=list(range(elo, ehi)), eval_slice=(elo, ehi),
                 eval_env_seeds=[all_seeds[eval_offset + i] for i in range(elo, ehi)],
-                cpus=cpus[w], seed=_worker_seed(seed, rank * n_workers + w),
+                cpus=cpus[w], seed=worker_seed(seed, rank * n_workers + w),
             ))
         return specs
 
@@ -412,20 +406,3 @@ class ParallelSamplerBase(BaseSampler):
             self.shutdown()
         except Exception:  # noqa: BLE001 - never raise from a finalizer
             pass
-
-
-def _check_step_timeout(step_timeout):
-    if step_timeout is None:
-        return None
-    ok = isinstance(step_timeout, (int, float)) and not isinstance(step_timeout, bool)
-    if not ok or not step_timeout > 0 or step_timeout != step_timeout:
-        raise ValueError(f"step_timeout={step_timeout!r} is invalid: expected a positive "
-                         "number of seconds, or None to wait forever")
-    return float(step_timeout)
-
-
-def _worker_seed(seed: int, index: int) -> int:
-    """Seed of a worker's own RNGs, independent of every env seed."""
-    import numpy as np
-
-    return int(np.random.SeedSequence(seed, spawn_key=(0x5A4D, index)).generate_state(1)[0])

@@ -37,6 +37,7 @@ import time
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+from rlpyt.samplers.base import WorkerError  # (raised here; importable from here too)
 from rlpyt.utils.supervisor import describe_exit
 
 __all__ = [
@@ -59,10 +60,6 @@ class Command(IntEnum):
     SAMPLE = 1
     EVAL = 2
     STOP = 3
-
-
-class WorkerError(RuntimeError):
-    """A sampler worker raised, or died; the message names it, its envs and its traceback."""
 
 
 class WorkerStopped(Exception):

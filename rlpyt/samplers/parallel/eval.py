@@ -22,99 +22,12 @@ the master; wait for its decisions; reset the ended envs that go on.
 
 from __future__ import annotations
 
-import math
-import warnings
-
 import numpy as np
 
 from rlpyt.envs.traj_info import reads_agent_info
+from rlpyt.samplers.eval import EvalSchedule
 
-__all__ = ["EvalEnvGroup", "EvalSchedule", "finish_evaluation", "hard_step_limit", "merge_completed"]
-
-
-def hard_step_limit(max_steps, max_trajectories, horizon, factor: float = 10) -> int:
-    """Safety cap on total eval steps, as in the serial evaluation."""
-    horizon = horizon or 100_000
-    base = max_steps if max_steps is not None else max_trajectories * horizon
-    return int(factor * base)
-
-
-class EvalSchedule:
-    """Which eval envs run a trajectory: flags shared with the workers, decisions by the master.
-
-    Args:
-        n_envs: number of eval envs over all workers (indexed by global eval rank).
-        max_steps: trajectories start only while fewer total steps were taken (None: no cap).
-        max_trajectories: at most this many trajectories start (None: no cap).
-        hard_limit: total steps after which unfinished trajectories are dropped.
-        ctx: multiprocessing context whose shared memory holds the flags; None keeps
-            them in this process (an eval collector running on its own).
-    """
-
-    def __init__(self, n_envs: int, max_steps, max_trajectories, hard_limit: int, ctx=None):
-        self.n_envs = int(n_envs)
-        self.max_steps = math.inf if max_steps is None else int(max_steps)
-        self.max_trajectories = math.inf if max_trajectories is None else int(max_trajectories)
-        self.hard_limit = int(hard_limit)
-        if ctx is None:
-            self._active_raw, self._ended_raw = bytearray(self.n_envs), bytearray(self.n_envs)
-        else:
-            self._active_raw = ctx.RawArray("b", max(self.n_envs, 1))
-            self._ended_raw = ctx.RawArray("b", max(self.n_envs, 1))
-        self.steps = self.started = self.n_dropped = 0
-
-    def __getstate__(self):
-        return {k: v for k, v in self.__dict__.items() if k not in ("_active", "_ended")}
-
-    @property
-    def active(self) -> np.ndarray:
-        """``[n_envs]`` bool: the env runs a trajectory (written by the master)."""
-        if "_active" not in self.__dict__:
-            self._active = np.frombuffer(self._active_raw, dtype=np.bool_)[: self.n_envs]
-        return self._active
-
-    @property
-    def ended(self) -> np.ndarray:
-        """``[n_envs]`` bool: the env's trajectory ended this round (written by its worker)."""
-        if "_ended" not in self.__dict__:
-            self._ended = np.frombuffer(self._ended_raw, dtype=np.bool_)[: self.n_envs]
-        return self._ended
-
-    @property
-    def n_start(self) -> int:
-        """Trajectories that start at once: one on each of the first envs."""
-        return int(min(self.n_envs, self.max_trajectories))
-
-    def reset(self) -> None:
-        """Start an evaluation: the first ``n_start`` envs (by global rank) are active."""
-        self.steps, self.started, self.n_dropped = 0, self.n_start, 0
-        self.active[:] = np.arange(self.n_envs) < self.n_start
-        self.ended[:] = False
-
-    def decide(self) -> None:
-        """After a round in which every active env stepped once: keep an ended env active
-        (it starts a new trajectory) only while both caps allow, in global rank order.
-
-        Env ``b`` at position ``p`` among the envs that stepped is the serial loop's
-        ``steps + p + 1``-th step, so the serial rule is applied to the same counts.
-        """
-        active, ended = self.active, self.ended
-        stepped = np.flatnonzero(active)
-        for p, b in enumerate(stepped):
-            if not ended[b]:
-                continue
-            if self.steps + p + 1 < self.max_steps and self.started < self.max_trajectories:
-                self.started += 1
-            else:
-                active[b] = False
-        self.steps += len(stepped)
-        if self.steps >= self.hard_limit and active.any():
-            self.n_dropped += int(active.sum())
-            active[:] = False
-
-    @property
-    def done(self) -> bool:
-        return not self.active.any()
+__all__ = ["EvalEnvGroup", "run_worker_evaluation"]
 
 
 class EvalEnvGroup:
@@ -245,20 +158,3 @@ def run_worker_evaluation(group: EvalEnvGroup, sync, select_actions=None) -> Non
         sync.wait_actions()
         group.finish()
         sync.signal_ready()
-
-
-def merge_completed(results) -> list:
-    """Completed traj infos of every worker, in the serial order (round, then eval rank)."""
-    keyed = sorted((k for completed in results for k in completed), key=lambda k: k[:2])
-    return [info for _, _, info in keyed]
-
-
-def finish_evaluation(schedule: EvalSchedule, results) -> list:
-    """The merged completed traj infos of an evaluation, warning when the schedule's
-    hard step limit dropped unfinished trajectories."""
-    if schedule.n_dropped:
-        warnings.warn(
-            f"evaluation stopped at the hard limit of {schedule.hard_limit} env "
-            f"steps; {schedule.n_dropped} unfinished trajectories were dropped",
-            stacklevel=3)
-    return merge_completed(results)

@@ -11,43 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from rlpyt.agents.base import AgentInputs
-from rlpyt.envs.vec import SingleEnvView
 
-__all__ = ["VecEnvStepper", "is_vec_env", "is_vec_env_cls", "make_envs", "make_example_env"]
-
-
-def is_vec_env_cls(EnvCls) -> bool:
-    return bool(getattr(EnvCls, "vectorized", False))
-
-
-def is_vec_env(env) -> bool:
-    return bool(getattr(env, "vectorized", False))
-
-
-def make_envs(EnvCls, env_kwargs: dict, seeds, vectorize: bool = True) -> list:
-    """Envs for ``seeds`` (one each): single envs, or one vectorised env holding all.
-
-    With ``vectorize=False`` a vectorised ``EnvCls`` gives one ``num_envs=1`` env per
-    seed, seen as a single env (evaluation steps envs one by one).
-    """
-    if is_vec_env_cls(EnvCls):
-        if vectorize:
-            env = EnvCls(num_envs=len(seeds), **env_kwargs)
-            env.seed(list(seeds))
-            return [env]
-        envs = [SingleEnvView(EnvCls(num_envs=1, **env_kwargs)) for _ in seeds]
-    else:
-        envs = [EnvCls(**env_kwargs) for _ in seeds]
-    for env, seed in zip(envs, seeds):
-        env.seed(seed)
-    return envs
-
-
-def make_example_env(EnvCls, env_kwargs: dict):
-    """One env of ``EnvCls`` with the single-env interface (for spaces and examples)."""
-    if is_vec_env_cls(EnvCls):
-        return SingleEnvView(EnvCls(num_envs=1, **env_kwargs))
-    return EnvCls(**env_kwargs)
+__all__ = ["VecEnvStepper"]
 
 
 class VecEnvStepper:

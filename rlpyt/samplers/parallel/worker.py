@@ -35,6 +35,7 @@ import threading
 import time
 import traceback
 
+from rlpyt.samplers.env_group import TimedEnv, localize_agent
 from rlpyt.samplers.parallel.control import Command, WorkerSpec, WorkerStopped
 from rlpyt.utils.supervisor import child_setup
 
@@ -97,20 +98,20 @@ class _Worker:
     """One worker's envs, collectors and command loop."""
 
     def __init__(self, common: dict, spec: WorkerSpec, sync, busy_since):
-        from rlpyt.samplers.parallel.gpu.action_server import slice_samples
-        from rlpyt.samplers.parallel.vec_stepping import make_envs
+        from rlpyt.samplers.env_group import make_envs
+        from rlpyt.samplers.workers import slice_samples
 
         self.sync, self.spec = sync, spec
         self.busy_since = busy_since
         with self._env_call():
             envs = make_envs(common["EnvCls"], common["env_kwargs"], spec.env_seeds)
-        self.envs = [_TimedEnv(env, busy_since, spec.rank) for env in envs]
+        self.envs = [TimedEnv(env, busy_since, spec.rank) for env in envs]
         self.eval_envs = []
         lo, hi = spec.env_slice
         step = common["step_buffer_np"]
         agent = self.agent = common["agent"]
         if agent is not None:
-            _localize_agent(agent, common["global_B"], spec.env_ranks)
+            localize_agent(agent, common["global_B"], spec.env_ranks)
         self.collector = common["CollectorCls"](
             rank=spec.rank, envs=self.envs, samples_np=slice_samples(common["samples_np"], lo, hi),
             batch_T=common["batch_T"], TrajInfoCls=common["TrajInfoCls"], agent=agent,
@@ -125,12 +126,12 @@ class _Worker:
             self.eval_collector = self._make_eval_collector(common, spec, sync)
 
     def _make_eval_collector(self, common, spec, sync):
-        from rlpyt.samplers.parallel.vec_stepping import make_envs
+        from rlpyt.samplers.env_group import make_envs
 
         with self._env_call():
             envs = make_envs(common["EnvCls"], common["eval_env_kwargs"], spec.eval_env_seeds,
                              vectorize=False)
-        self.eval_envs = [_TimedEnv(env, self.busy_since, spec.rank) for env in envs]
+        self.eval_envs = [TimedEnv(env, self.busy_since, spec.rank) for env in envs]
         lo, hi = spec.eval_slice
         eval_step = common["eval_step_buffer_np"]
         return common["eval_CollectorCls"](
@@ -190,32 +191,6 @@ class _Busy:
         self.busy_since[self.rank] = 0.0
 
 
-class _TimedEnv:
-    """An env whose ``step`` and ``reset`` record when they start, so the master can tell
-    a hung env from a slow batch; everything else is the env's own.
-
-    Only the start is written (one store per call): the mark is cleared when the
-    worker next waits for the master (``WorkerSync``), so the clock measures the
-    latest env call plus whatever the worker did after it without waiting.
-    """
-
-    def __init__(self, env, busy_since, rank: int):
-        self._env, self._busy_since, self._rank = env, busy_since, rank
-
-    def step(self, action):
-        self._busy_since[self._rank] = time.monotonic()
-        return self._env.step(action)
-
-    def reset(self):
-        self._busy_since[self._rank] = time.monotonic()
-        return self._env.reset()
-
-    def __getattr__(self, name):
-        if name == "_env":  # Not set yet (e.g. while copying): no recursion.
-            raise AttributeError(name)
-        return getattr(self._env, name)
-
-
 def _watch_master():
     """Start the thread that ends this worker when the master dies; returns a cheap
     ``() -> bool`` telling whether the master is alive."""
@@ -246,11 +221,3 @@ def _kill_descendants() -> None:
             child.kill()
     except Exception:  # noqa: BLE001 - best effort while dying
         pass
-
-
-def _localize_agent(agent, global_B: int, env_ranks) -> None:
-    """Tell a worker's copy of the agent which envs it steps (per-env schedules)."""
-    if hasattr(agent, "collector_initialize"):
-        agent.collector_initialize(global_B=global_B, env_ranks=list(env_ranks))
-    elif hasattr(agent, "env_ranks"):
-        agent.env_ranks = list(env_ranks)

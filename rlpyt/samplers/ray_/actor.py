@@ -44,6 +44,8 @@ import traceback
 
 import numpy as np
 
+from rlpyt.samplers.env_group import TimedEnv, localize_agent
+
 __all__ = ["LOST", "EnvActor", "batch_leaves"]
 
 LOST = "rlpyt-ray-actor-lost-its-state"
@@ -64,26 +66,6 @@ def batch_leaves(samples_np) -> list:
 
     walk(samples_np)
     return leaves
-
-
-class _EnvClock:
-    """Wraps an env: records when its latest ``step``/``reset`` began (for ``busy``)."""
-
-    def __init__(self, env, clock: list):
-        self._env, self._clock = env, clock
-
-    def step(self, action):
-        self._clock[0] = time.monotonic()
-        return self._env.step(action)
-
-    def reset(self):
-        self._clock[0] = time.monotonic()
-        return self._env.reset()
-
-    def __getattr__(self, name):
-        if name == "_env":
-            raise AttributeError(name)
-        return getattr(self._env, name)
 
 
 class _NoSync:
@@ -135,7 +117,7 @@ class EnvActor:
 
         from rlpyt.samplers.buffer import build_samples_buffer
         from rlpyt.samplers.collections import BatchSpec
-        from rlpyt.samplers.parallel.vec_stepping import make_envs
+        from rlpyt.samplers.env_group import make_envs
         from rlpyt.utils.seed import set_seed
 
         self.close()
@@ -144,10 +126,10 @@ class EnvActor:
         c = self.common
         set_seed(int(spec["seed"]))
         agent = self.agent = c["agent"]
-        _localize_agent(agent, c["global_B"], spec["env_ranks"])
+        localize_agent(agent, c["global_B"], spec["env_ranks"])
         self._clock[0] = time.monotonic()
         envs = make_envs(c["EnvCls"], c["env_kwargs"], spec["env_seeds"])
-        self.envs = [_EnvClock(env, self._clock) for env in envs]
+        self.envs = [TimedEnv(env, self._clock) for env in envs]
         _, self.samples_np, _ = build_samples_buffer(
             agent, None, BatchSpec(c["batch_T"], len(spec["env_ranks"])), c["bootstrap_value"],
             agent_shared=False, env_shared=False, examples=c["examples"])
@@ -170,14 +152,14 @@ class EnvActor:
                     pid=os.getpid())
 
     def _make_eval_collector(self, spec):
-        from rlpyt.samplers.parallel.eval import EvalSchedule
-        from rlpyt.samplers.parallel.vec_stepping import make_envs
+        from rlpyt.samplers.env_group import make_envs
+        from rlpyt.samplers.eval import EvalSchedule
 
         c = self.common
         self._clock[0] = time.monotonic()
         envs = make_envs(c["EnvCls"], c["eval_env_kwargs"], spec["eval_env_seeds"],
                          vectorize=False)
-        self.eval_envs = [_EnvClock(env, self._clock) for env in envs]
+        self.eval_envs = [TimedEnv(env, self._clock) for env in envs]
         # A private copy of the sampler's schedule: the sampler sends its ``active``
         # flags each round and reads back this actor's ``ended`` flags.
         self.schedule = EvalSchedule(c["eval_n_envs"], c["eval_max_steps"],
@@ -284,12 +266,3 @@ class EnvActor:
                 pass
         self.envs, self.eval_envs = [], []
         self.ready = False
-
-
-def _localize_agent(agent, global_B: int, env_ranks) -> None:
-    """Tell the actor's copy of the agent which envs it steps (per-env schedules)."""
-    if hasattr(agent, "collector_initialize"):
-        agent.collector_initialize(global_B=global_B, env_ranks=list(env_ranks))
-    elif hasattr(agent, "env_ranks"):
-        agent.env_ranks = list(env_ranks)
-

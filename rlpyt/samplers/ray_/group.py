@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rlpyt.samplers.parallel.control import WorkerError
+from rlpyt.samplers.base import WorkerError
 from rlpyt.samplers.ray_.actor import LOST, EnvActor
 
 __all__ = ["ActorError", "ActorGroup", "ActorSpec", "import_ray"]

@@ -7,12 +7,8 @@ import functools
 from rlpyt.envs.traj_info import TrajInfo
 from rlpyt.samplers.base import BaseSampler
 from rlpyt.samplers.buffer import build_samples_buffer
-from rlpyt.samplers.parallel.base import (
-    DEFAULT_STEP_TIMEOUT_S,
-    _check_step_timeout,
-    _worker_seed,
-    split_evenly,
-)
+from rlpyt.samplers.env_group import make_example_env
+from rlpyt.samplers.eval import EvalSchedule, finish_evaluation, hard_step_limit
 from rlpyt.samplers.parallel.cpu.collectors import (
     CpuEvalCollector,
     CpuResetCollector,
@@ -20,17 +16,21 @@ from rlpyt.samplers.parallel.cpu.collectors import (
     CpuWaitResetCollector,
     collector_for_env,
 )
-from rlpyt.samplers.parallel.eval import EvalSchedule, finish_evaluation, hard_step_limit
-from rlpyt.samplers.parallel.eval_events import EvalEvents
-from rlpyt.samplers.parallel.gpu.action_server import slice_samples
-from rlpyt.samplers.parallel.vec_stepping import make_example_env
 from rlpyt.samplers.ray_.actor import batch_leaves
+from rlpyt.samplers.ray_.eval_events import EvalEvents
 from rlpyt.samplers.ray_.group import (
     ActorError,
     ActorGroup,
     ActorSpec,
     Restarted,
     default_local_cpus,
+)
+from rlpyt.samplers.workers import (
+    DEFAULT_STEP_TIMEOUT_S,
+    check_step_timeout,
+    slice_samples,
+    split_evenly,
+    worker_seed,
 )
 from rlpyt.utils.seed import env_seeds, make_seed
 
@@ -115,11 +115,11 @@ class RaySampler(BaseSampler):
         self.ray_address = ray_address
         self.max_actor_restarts = _check_count("max_actor_restarts", max_actor_restarts,
                                                allow_zero=True)
-        self.restart_timeout = _check_step_timeout(restart_timeout)
+        self.restart_timeout = check_step_timeout(restart_timeout)
         if self.restart_timeout is None:
             raise ValueError("restart_timeout=None is invalid: expected a positive number "
                              "of seconds")
-        self.step_timeout = _check_step_timeout(step_timeout)
+        self.step_timeout = check_step_timeout(step_timeout)
         self.actor_torch_threads = _check_count("actor_torch_threads", actor_torch_threads)
         self._check_collectors()
         self.group = None
@@ -211,7 +211,7 @@ class RaySampler(BaseSampler):
                 env_seeds=[all_seeds[r] for r in env_ranks],
                 eval_env_ranks=list(range(elo, ehi)), eval_slice=(elo, ehi),
                 eval_env_seeds=[all_seeds[eval_offset + i] for i in range(elo, ehi)],
-                seed=_worker_seed(seed, rank * n + w),  # As CpuSampler's worker w.
+                seed=worker_seed(seed, rank * n + w),  # As CpuSampler's worker w.
             ))
         return specs
 

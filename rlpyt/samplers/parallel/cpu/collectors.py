@@ -12,9 +12,10 @@ from rlpyt.samplers.collectors import (
     CpuCollectorMixin,
     DecorrelatingStartCollector,
 )
-from rlpyt.samplers.eval import EvalCollector
-from rlpyt.samplers.parallel.eval import EvalEnvGroup, EvalSchedule, run_worker_evaluation
-from rlpyt.samplers.parallel.vec_stepping import VecEnvStepper, is_vec_env_cls
+from rlpyt.samplers.env_group import is_vec_env_cls
+from rlpyt.samplers.eval import EvalCollector, EvalSchedule
+from rlpyt.samplers.parallel.eval import EvalEnvGroup, run_worker_evaluation
+from rlpyt.samplers.parallel.vec_stepping import VecEnvStepper
 from rlpyt.utils.buffer import buffer_from_example, numpify_buffer, torchify_buffer
 
 __all__ = [

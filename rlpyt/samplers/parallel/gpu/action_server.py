@@ -21,19 +21,10 @@ from __future__ import annotations
 import numpy as np
 
 from rlpyt.agents.base import AgentInputs
+from rlpyt.samplers.workers import slice_samples
 from rlpyt.utils.buffer import buffer_func, numpify_buffer, torchify_buffer
 
-__all__ = ["ActionServer", "slice_samples"]
-
-
-def slice_samples(samples, start: int, stop: int):
-    """The envs ``start:stop`` of a ``Samples`` buffer (``bootstrap_value`` is ``[B]``)."""
-    agent = samples.agent
-    fields = {name: None if value is None else value[:, start:stop]
-              for name, value in zip(agent._fields, agent) if name != "bootstrap_value"}
-    if "bootstrap_value" in agent._fields:
-        fields["bootstrap_value"] = agent.bootstrap_value[start:stop]
-    return samples._replace(agent=type(agent)(**fields), env=samples.env[:, start:stop])
+__all__ = ["ActionServer"]
 
 
 class _Group:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rlpyt.samplers.parallel.eval import EvalSchedule
+from rlpyt.samplers.eval import EvalSchedule
 
 __all__ = ["EvalEvents"]
 
