@@ -17,8 +17,11 @@ from rlpyt.utils.supervisor import (
     child_setup,
     describe_exit,
     die_with_parent,
+    dump_stack_on_sigusr1,
     kill_processes,
+    read_stack,
     signal_processes,
+    stack_pipe,
     stop_processes,
 )
 
@@ -170,3 +173,21 @@ def test_a_child_dies_with_its_parent():
     os.kill(middle.pid, signal.SIGKILL)
     middle.join(5)
     assert _wait_gone(orphan, 2.0)
+
+
+def _stuck_in_native_code(writer):
+    child_setup(torch_threads=None)
+    dump_stack_on_sigusr1(writer)
+    time.sleep(60)  # one C call: the main thread never returns to Python
+
+
+def test_a_hung_childs_stack_is_read_over_its_pipe():
+    reader, writer = stack_pipe(ctx)
+    proc = ctx.Process(target=_stuck_in_native_code, args=(writer,))
+    proc.start()
+    writer.close()
+    time.sleep(0.5)
+    stack = read_stack(proc.pid, reader)
+    assert "_stuck_in_native_code" in stack, stack
+    stop_processes([proc], QUICK)
+    assert read_stack(proc.pid, reader) == "(the process is gone)"

@@ -13,19 +13,22 @@ from __future__ import annotations
 
 import functools
 import multiprocessing as mp
-import os
 import queue
-import signal
-import sys
-import tempfile
 import threading
 import time
-import traceback
 
 from rlpyt.samplers.async_.base import run_sampler
 from rlpyt.samplers.async_.control import AsyncControl, AsyncStopped, ThrottleSpec
 from rlpyt.samplers.parallel.control import unlink_semaphore_names
-from rlpyt.utils.supervisor import ASYNC_PROCESSES, child_setup, describe_exit, stop_processes
+from rlpyt.utils.supervisor import (
+    ASYNC_PROCESSES,
+    child_setup,
+    describe_exit,
+    failures_reported,
+    read_stack,
+    stack_pipe,
+    stop_processes,
+)
 
 __all__ = ["AsyncProcesses", "AsyncRunError", "QueueReader", "append_to_buffer",
            "memory_copier"]
@@ -53,7 +56,8 @@ def memory_copier(double_buffer, control: AsyncControl, append, start_itr: int =
     """Entry point of the memory-copier process: slot by slot, in order, into the replay
     (from batch ``start_itr`` on, whose slot is ``start_itr % 2``)."""
     child_setup()
-    try:
+    with failures_reported(lambda text: control.errors.put(("memory copier", text)),
+                           quiet=(AsyncStopped, SystemExit)):
         n = start_itr
         while True:
             slot = n % 2
@@ -62,11 +66,6 @@ def memory_copier(double_buffer, control: AsyncControl, append, start_itr: int =
             control.slot_free[slot].release()
             control.batch_appended()
             n += 1
-    except (AsyncStopped, SystemExit):
-        pass
-    except BaseException:  # noqa: BLE001 - everything reaches the optimizer process
-        control.errors.put(("memory copier", traceback.format_exc()[-20000:]))
-        sys.exit(1)
 
 
 class QueueReader:
@@ -103,7 +102,7 @@ class AsyncProcesses:
     def __init__(self):
         self.control = self.sampler_process = self.copier_process = None
         self.messages = self.errors = None
-        self._stack_file = None
+        self._stack_reader = None
         self._sampler_hung = False
         self._next_check = 0.0
 
@@ -114,8 +113,7 @@ class AsyncProcesses:
         ctx = mp.get_context("fork")
         self.control = AsyncControl(ctx, throttle)
         self.control.appended.value = self.control.sampled.value = start_itr
-        fd, self._stack_file = tempfile.mkstemp(prefix="rlpyt-sampler-stack-", suffix=".txt")
-        os.close(fd)
+        self._stack_reader, stack_writer = stack_pipe(ctx)
         self.copier_process = ctx.Process(
             target=memory_copier, name="rlpyt-memory-copier",
             args=(sampler.double_buffer_pyt, self.control,
@@ -123,8 +121,9 @@ class AsyncProcesses:
         self.copier_process.start()
         self.sampler_process = ctx.Process(
             target=run_sampler, name="rlpyt-sampler", args=(sampler, agent, self.control),
-            kwargs=dict(sampler_kwargs, stack_file=self._stack_file, start_itr=start_itr))
+            kwargs=dict(sampler_kwargs, stack_writer=stack_writer, start_itr=start_itr))
         self.sampler_process.start()
+        stack_writer.close()  # The sampler holds its own copy.
         lock = getattr(buffer, "rw_lock", None)
         if lock is not None:  # Both children have it now: nothing is left in /dev/shm.
             unlink_semaphore_names(lock.semaphores())
@@ -157,7 +156,7 @@ class AsyncProcesses:
             raise AsyncRunError(
                 f"the sampler process (pid {self.sampler_process.pid}) made no progress for "
                 f"over batch_timeout={batch_timeout}s (one batch took longer: a hung env?); "
-                f"its stack:\n{self._sampler_stack()}")
+                f"its stack:\n{read_stack(self.sampler_process.pid, self._stack_reader)}")
         return True
 
     def raise_reported(self, block: bool) -> None:
@@ -166,21 +165,6 @@ class AsyncProcesses:
         except queue.Empty:
             return
         raise AsyncRunError(f"the {who} failed:\n{text}")
-
-    def _sampler_stack(self) -> str:
-        try:
-            os.kill(self.sampler_process.pid, signal.SIGUSR1)
-            text, deadline = "", time.monotonic() + 1.0
-            while time.monotonic() < deadline:  # until the dump stops growing
-                time.sleep(0.1)
-                with open(self._stack_file) as f:
-                    now = f.read()
-                if now and now == text:
-                    break
-                text = now
-            return text or "(no stack was written)"
-        except OSError as e:
-            return f"(could not read its stack: {e})"
 
     def stop(self) -> None:
         """Stop request, then SIGTERM, then SIGKILL; every descendant reaped, the shared
@@ -194,9 +178,6 @@ class AsyncProcesses:
                        hung=[self.sampler_process] if self._sampler_hung else ())
         self.control.close()
         self.control = None
-        if self._stack_file is not None:
-            try:
-                os.unlink(self._stack_file)
-            except OSError:
-                pass
-            self._stack_file = None
+        if self._stack_reader is not None:
+            self._stack_reader.close()
+            self._stack_reader = None

@@ -15,7 +15,6 @@ import multiprocessing as mp
 import os
 import signal
 import time
-import traceback
 from multiprocessing import connection
 
 from rlpyt.utils.supervisor import (
@@ -27,6 +26,7 @@ from rlpyt.utils.supervisor import (
     child_setup,
     describe_exit,
     exit_now,
+    failures_reported,
     guarded_target,
     kill_processes,
     signal_processes,
@@ -108,13 +108,11 @@ def _spawned_rank_main(guard: ParentGuard, runner, rank: int, world_size: int,
     child_setup(sigint="raise", exit_on_sigterm=False, torch_threads=None,
                 fork_server=True)
     runner._launcher_conn = conn  # for SyncRl.startup's "started"
-    try:
+    code = 1
+    with failures_reported(lambda text: conn.send(("error", text)), quiet=(), exit_code=None):
         summary = runner._train_rank(rank, world_size, rank, init_method, log_state)
         conn.send(("ok", summary if rank == 0 else None))
         code = 0
-    except BaseException:  # noqa: BLE001 - every failure goes to the launcher
-        conn.send(("error", traceback.format_exc()))
-        code = 1
     conn.close()
     # Reported: end now.  The interpreter's teardown (torch, gloo) takes seconds on a
     # busy machine, and the launcher waits for it after a Ctrl-C.

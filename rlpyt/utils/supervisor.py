@@ -11,7 +11,11 @@ module, so a fix to how children start or stop is made once:
   that uses torch after its parent used its thread pool can hang).  A ``spawn`` or
   ``forkserver`` child is bound to its parent while it is still unpickling its
   arguments by a ``ParentGuard`` and ``guarded_target``.
-- **Watch.** ``describe_exit`` says how a child ended, for the parent's error.
+- **Report.** ``failures_reported(send)`` around a child's work sends any exception's
+  traceback to the parent (over the child's own channel) and exits with code 1.
+- **Watch.** ``describe_exit`` says how a child ended, for the parent's error;
+  ``read_stack`` fetches a hung child's Python stack (every thread) over a
+  ``stack_pipe``, which the child offers with ``dump_stack_on_sigusr1``.
 - **Stop.** ``stop_processes``: time to leave on a stop request, then SIGTERM, then
   SIGKILL, every child reaped and every descendant it left killed; ``kill_processes``
   at once; ``signal_processes`` passes a signal on.  The timeouts live here.
@@ -25,12 +29,15 @@ This module imports no torch (``guarded_target`` relies on it).
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import os
+import select
 import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+import traceback
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 __all__ = [
@@ -42,20 +49,25 @@ __all__ = [
     "RANK_SNAPSHOT_S",
     "SAMPLER_WORKERS",
     "ParentGuard",
+    "STACK_GRACE_S",
     "SignalInterrupt",
     "StopTimes",
     "child_processes",
     "child_setup",
     "describe_exit",
     "die_with_parent",
+    "dump_stack_on_sigusr1",
     "exit_now",
+    "failures_reported",
     "guarded_target",
     "interrupt_on_sigterm",
     "kill_processes",
     "kill_psutil_processes",
     "process_alive",
+    "read_stack",
     "release_fork_server",
     "signal_processes",
+    "stack_pipe",
     "stop_processes",
 ]
 
@@ -79,6 +91,7 @@ RANKS_INTERRUPTED = StopTimes(join_s=0.0, terminate_s=1.0)  # after RANK_SNAPSHO
 RANK_SNAPSHOT_S = 2.0  # after Ctrl-C or SIGTERM, rank 0's time for its last snapshot
 RANK_EXIT_S = 30.0  # after every rank reported, time to leave its group and exit
 KILL_REAP_S = 2.0  # after SIGKILL, time to be reaped
+STACK_GRACE_S = 1.0  # how long a hung child's stack dump may take to arrive
 
 
 # ---- start -------------------------------------------------------------------------------
@@ -111,6 +124,23 @@ def child_setup(sigint: str = "ignore", exit_on_sigterm: bool = True,
         import torch
 
         torch.set_num_threads(int(torch_threads))
+
+
+@contextlib.contextmanager
+def failures_reported(send: Callable[[str], None], quiet: tuple = (SystemExit,),
+                      exit_code: int | None = 1) -> Iterator[None]:
+    """Around a child's work: an exception (other than the ``quiet`` ones, the child's
+    own ways to stop) is sent to the parent as its traceback, ``send(text)`` (the last
+    20,000 characters), and the child exits with ``exit_code`` (None: carry on after the
+    block, for a child that ends itself)."""
+    try:
+        yield
+    except quiet:
+        pass
+    except BaseException:  # noqa: BLE001 - everything reaches the parent
+        send(traceback.format_exc()[-20000:])
+        if exit_code is not None:
+            sys.exit(exit_code)
 
 
 def _exit_on_sigterm(signum, frame):
@@ -274,6 +304,45 @@ def _guard_child(master_pid: int) -> ParentGuard:
     if not process_alive(master_pid):
         os._exit(0)  # The master died while this child was starting.
     return ParentGuard(master_pid)
+
+
+# ---- watch: a hung child's stack ----------------------------------------------------------
+def stack_pipe(ctx):
+    """``(reader, writer)``: give ``writer`` to the child (``dump_stack_on_sigusr1``),
+    keep ``reader`` for ``read_stack``; close the parent's ``writer`` once it started."""
+    return ctx.Pipe(duplex=False)
+
+
+def dump_stack_on_sigusr1(writer) -> None:
+    """In the child: on SIGUSR1, write every thread's Python stack into ``writer`` (a
+    ``stack_pipe`` end), even while the main thread is stuck in native code."""
+    if writer is not None and hasattr(signal, "SIGUSR1"):
+        faulthandler.register(signal.SIGUSR1, file=writer.fileno(), all_threads=True)
+
+
+def read_stack(pid: int, reader, grace_s: float = STACK_GRACE_S) -> str:
+    """Ask child ``pid`` for its Python stack (SIGUSR1) and read it from ``reader``."""
+    if reader is None or not hasattr(signal, "SIGUSR1"):
+        return "(not available on this platform)"
+    fd = reader.fileno()
+    try:
+        os.kill(pid, signal.SIGUSR1)
+    except (ProcessLookupError, TypeError):
+        return "(the process is gone)"
+    chunks, deadline = [], time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        # Once text arrives, a short quiet spell means the dump is complete.
+        wait = 0.2 if chunks else deadline - time.monotonic()
+        if not select.select([fd], [], [], max(0.0, wait))[0]:
+            if chunks:
+                break
+            continue
+        data = os.read(fd, 65536)
+        if not data:
+            break
+        chunks.append(data)
+    text = b"".join(chunks).decode(errors="replace").rstrip()
+    return text or "(no stack arrived)"
 
 
 # ---- stop --------------------------------------------------------------------------------

@@ -20,11 +20,7 @@ optimizer never runs or waits for an evaluation itself.
 
 from __future__ import annotations
 
-import faulthandler
-import signal
-import sys
 import time
-import traceback
 from collections.abc import Container
 from dataclasses import dataclass
 
@@ -32,7 +28,7 @@ from rlpyt.samplers.async_.control import AsyncControl, AsyncStopped
 from rlpyt.samplers.base import BaseSampler
 from rlpyt.samplers.buffer import build_samples_buffer
 from rlpyt.utils.buffer import torchify_buffer
-from rlpyt.utils.supervisor import child_setup
+from rlpyt.utils.supervisor import child_setup, dump_stack_on_sigusr1, failures_reported
 
 __all__ = ["AsyncSamplerBase", "SamplerLoop", "run_sampler"]
 
@@ -127,7 +123,7 @@ class EvalItrs:
 
 def run_sampler(sampler: AsyncSamplerBase, agent, control: AsyncControl, *, affinity: dict,
                 seed: int, bootstrap_value: bool, traj_info_kwargs: dict, n_itr: int,
-                eval_itrs: Container[int], stack_file: str, start_itr: int = 0) -> None:
+                eval_itrs: Container[int], stack_writer=None, start_itr: int = 0) -> None:
     """Entry point of the sampler process (a ``multiprocessing.Process`` target).
 
     Args:
@@ -141,36 +137,34 @@ def run_sampler(sampler: AsyncSamplerBase, agent, control: AsyncControl, *, affi
         n_itr: batches to collect.
         eval_itrs: iterations after which to evaluate (-1: before the first batch).
         start_itr: the first batch's iteration (a resumed run goes on from its checkpoint).
-        stack_file: where ``SIGUSR1`` makes this process write every thread's stack
-            (the runner's watchdog reads it when a batch takes too long).
+        stack_writer: a ``stack_pipe`` end where ``SIGUSR1`` makes this process write
+            every thread's stack (the runner's watchdog reads it when a batch takes
+            too long).
     """
     # The optimizer process decides when to stop; this process starts its own workers
     # (the fork server stays), and its torch threads are set below.
     child_setup(fork_server=True, torch_threads=None)
     from rlpyt.utils.process import apply_affinity
+    from rlpyt.utils.seed import set_seed
 
-    stack_out = open(stack_file, "w")  # noqa: SIM115 - open for the life of the process
-    faulthandler.register(signal.SIGUSR1, file=stack_out, all_threads=True)
+    dump_stack_on_sigusr1(stack_writer)
     inner = sampler.sampler
     try:
-        # One torch thread, whatever the affinity asks: this process is forked from the
-        # optimizer's, and once that has run an OpenMP region on several threads (a second
-        # run in the same process), a forked child's first multi-threaded op waits for
-        # threads it does not have (libgomp is not fork-safe).  Its workers start fresh.
-        apply_affinity(affinity.get("master_cpus"), 1, affinity.get("set_affinity", True))
-        from rlpyt.utils.seed import set_seed
-
-        set_seed(seed + 1 + start_itr)  # The sampler's own stream (action sampling).
-        inner.initialize(agent=agent, affinity=affinity, seed=seed + start_itr,
-                         bootstrap_value=bootstrap_value, traj_info_kwargs=traj_info_kwargs)
-        agent.to_device(affinity.get("cuda_idx"))
-        agent.recv_shared_memory()
-        sampler.make_loop(inner, agent, control).run(start_itr, n_itr, eval_itrs)
-    except (AsyncStopped, SystemExit):
-        pass
-    except BaseException:  # noqa: BLE001 - everything reaches the optimizer process
-        control.errors.put(("sampler process", traceback.format_exc()[-20000:]))
-        sys.exit(1)
+        with failures_reported(lambda text: control.errors.put(("sampler process", text)),
+                               quiet=(AsyncStopped, SystemExit)):
+            # One torch thread, whatever the affinity asks: this process is forked from
+            # the optimizer's, and once that has run an OpenMP region on several threads
+            # (a second run in the same process), a forked child's first multi-threaded
+            # op waits for threads it does not have (libgomp is not fork-safe).  Its
+            # workers start fresh.
+            apply_affinity(affinity.get("master_cpus"), 1, affinity.get("set_affinity", True))
+            set_seed(seed + 1 + start_itr)  # The sampler's own stream (action sampling).
+            inner.initialize(agent=agent, affinity=affinity, seed=seed + start_itr,
+                             bootstrap_value=bootstrap_value,
+                             traj_info_kwargs=traj_info_kwargs)
+            agent.to_device(affinity.get("cuda_idx"))
+            agent.recv_shared_memory()
+            sampler.make_loop(inner, agent, control).run(start_itr, n_itr, eval_itrs)
     finally:
         inner.shutdown()
 

@@ -48,7 +48,13 @@ from rlpyt.samplers.workers import (
 )
 from rlpyt.utils.process import available_cpus
 from rlpyt.utils.seed import env_seeds, make_seed
-from rlpyt.utils.supervisor import SAMPLER_WORKERS, ParentGuard, guarded_target, stop_processes
+from rlpyt.utils.supervisor import (
+    SAMPLER_WORKERS,
+    ParentGuard,
+    guarded_target,
+    stack_pipe,
+    stop_processes,
+)
 
 __all__ = ["ParallelSamplerBase", "split_evenly"]  # (split_evenly: rlpyt.samplers.workers)
 
@@ -242,7 +248,7 @@ class ParallelSamplerBase(BaseSampler):
         """Start one process per worker and wait until all have reset their envs."""
         _LIVE_SAMPLERS.add(self)
         # One pipe per worker for its Python stack, should an env hang.
-        self._stack_pipes = [ctx.Pipe(duplex=False) for _ in self.worker_specs]
+        self._stack_pipes = [stack_pipe(ctx) for _ in self.worker_specs]
         for spec, (_, writer) in zip(self.worker_specs, self._stack_pipes):
             proc = ctx.Process(target=guarded_target,
                                args=(ParentGuard(os.getpid()), sampling_process, common, spec,

@@ -29,16 +29,13 @@ master as a ``WorkerError`` within about a second, a hung env within
 
 from __future__ import annotations
 
-import os
 import queue
-import select
-import signal
 import time
 from dataclasses import dataclass, field
 from enum import IntEnum
 
 from rlpyt.samplers.base import WorkerError  # (raised here; importable from here too)
-from rlpyt.utils.supervisor import describe_exit
+from rlpyt.utils.supervisor import describe_exit, read_stack
 
 __all__ = [
     "Command",
@@ -53,7 +50,6 @@ __all__ = [
 
 POLL_S = 0.5  # How often blocked waits look for faults.
 ERROR_GRACE_S = 2.0  # How long to wait for a dead worker's traceback message.
-STACK_GRACE_S = 1.0  # How long to wait for a hung worker's stack dump.
 
 
 class Command(IntEnum):
@@ -270,28 +266,10 @@ class WorkerMonitor:
             f"Python stack of the worker:\n{self._worker_stack(w)}")
 
     def _worker_stack(self, w: int) -> str:
-        """Ask worker ``w`` for its Python stack (``faulthandler`` on SIGUSR1) and read it."""
-        if self.stack_readers is None or not hasattr(signal, "SIGUSR1"):
+        """Worker ``w``'s Python stack (``read_stack``)."""
+        if self.stack_readers is None:
             return "(not available on this platform)"
-        fd = self.stack_readers[w].fileno()
-        try:
-            os.kill(self.processes[w].pid, signal.SIGUSR1)
-        except (ProcessLookupError, TypeError):
-            return "(the worker is gone)"
-        chunks, deadline = [], time.monotonic() + STACK_GRACE_S
-        while time.monotonic() < deadline:
-            # Once text arrives, a short quiet spell means the dump is complete.
-            wait = 0.2 if chunks else deadline - time.monotonic()
-            if not select.select([fd], [], [], max(0.0, wait))[0]:
-                if chunks:
-                    break
-                continue
-            data = os.read(fd, 65536)
-            if not data:
-                break
-            chunks.append(data)
-        text = b"".join(chunks).decode(errors="replace").rstrip()
-        return text or "(no stack arrived)"
+        return read_stack(self.processes[w].pid, self.stack_readers[w])
 
     def _raise_reported(self, block: bool) -> None:
         try:

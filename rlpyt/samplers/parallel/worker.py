@@ -33,11 +33,10 @@ import signal
 import sys
 import threading
 import time
-import traceback
 
 from rlpyt.samplers.env_group import TimedEnv, localize_agent
 from rlpyt.samplers.parallel.control import Command, WorkerSpec, WorkerStopped
-from rlpyt.utils.supervisor import child_setup
+from rlpyt.utils.supervisor import child_setup, dump_stack_on_sigusr1, failures_reported
 
 __all__ = ["sampling_process"]
 
@@ -69,26 +68,22 @@ def sampling_process(guard, common: dict, spec: WorkerSpec, stack_writer=None) -
     # Torch threads: set by apply_affinity below, before any torch op.
     child_setup(torch_threads=None)
     _enable_crash_tracebacks()
-    if stack_writer is not None and hasattr(signal, "SIGUSR1"):
-        faulthandler.register(signal.SIGUSR1, file=stack_writer.fileno(), all_threads=True)
+    dump_stack_on_sigusr1(stack_writer)
     from rlpyt.utils.process import apply_affinity
     master_alive = _watch_master()
     sync = common["control"].worker_sync(spec.rank, master_alive)
     worker = None
     try:
-        # Torch threads first, before any torch op (a forked child may hang otherwise).
-        apply_affinity(spec.cpus, common["worker_torch_threads"], common["set_affinity"])
-        from rlpyt.utils.seed import set_seed
+        with failures_reported(lambda text: sync.send_error(spec, text),
+                               quiet=(WorkerStopped, SystemExit)):
+            # Torch threads first, before any torch op (a forked child may hang otherwise).
+            apply_affinity(spec.cpus, common["worker_torch_threads"], common["set_affinity"])
+            from rlpyt.utils.seed import set_seed
 
-        set_seed(spec.seed)
-        worker = _Worker(common, spec, sync, common["control"].busy_since)
-        sync.send_result("ready", None)
-        worker.serve()
-    except (WorkerStopped, SystemExit):
-        pass
-    except BaseException:  # noqa: BLE001 - everything reaches the master
-        sync.send_error(spec, traceback.format_exc())
-        sys.exit(1)
+            set_seed(spec.seed)
+            worker = _Worker(common, spec, sync, common["control"].busy_since)
+            sync.send_result("ready", None)
+            worker.serve()
     finally:
         if worker is not None:
             worker.close()
