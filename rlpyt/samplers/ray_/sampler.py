@@ -7,15 +7,15 @@ import functools
 from rlpyt.envs.traj_info import TrajInfo
 from rlpyt.samplers.base import BaseSampler
 from rlpyt.samplers.buffer import build_samples_buffer
-from rlpyt.samplers.env_group import make_example_env
-from rlpyt.samplers.eval import EvalSchedule, finish_evaluation, hard_step_limit
-from rlpyt.samplers.parallel.cpu.collectors import (
-    CpuEvalCollector,
+from rlpyt.samplers.cpu_collectors import (
     CpuResetCollector,
     CpuVecResetCollector,
     CpuWaitResetCollector,
     collector_for_env,
 )
+from rlpyt.samplers.env_group import make_example_env
+from rlpyt.samplers.eval import EvalSchedule, finish_evaluation, hard_step_limit
+from rlpyt.samplers.parallel.cpu.collectors import CpuEvalCollector
 from rlpyt.samplers.ray_.actor import batch_leaves
 from rlpyt.samplers.ray_.eval_events import EvalEvents
 from rlpyt.samplers.ray_.group import (

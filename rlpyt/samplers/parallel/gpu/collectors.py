@@ -22,7 +22,7 @@ from rlpyt.agents.base import AgentInputs
 from rlpyt.samplers.collectors import DecorrelatingStartCollector
 from rlpyt.samplers.env_group import is_vec_env
 from rlpyt.samplers.parallel.eval import EvalEnvGroup, run_worker_evaluation
-from rlpyt.samplers.parallel.vec_stepping import VecEnvStepper
+from rlpyt.samplers.vec_stepping import VecEnvStepper
 from rlpyt.utils.buffer import buffer_from_example
 from rlpyt.utils.collections import namedarraytuple
 
