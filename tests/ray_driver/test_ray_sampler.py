@@ -458,14 +458,17 @@ def test_async_cli_run_on_ray_survives_a_killed_actor_and_resumes(cluster, tmp_p
     counted; nothing is left running."""
 
     run_dir = tmp_path / "run_0"
-    n_steps, row = 2048, 512  # 32 batches of 64 steps; 8 updates per batch after 16.
+    # 32 batches of 64 steps; learning (8 updates per batch) from batch 4 on, so the
+    # replay ratio holds the sampler to the optimizer's pace and it still needs its
+    # actors when one is killed (free-running, it could finish before the kill).
+    n_steps, row = 2048, 512
     args = ["--algo", "dqn", "--runner", "async", "--n-steps", str(n_steps),
             "--sampler-type", "ray", "--actors", "2", "--ray-address", cluster.address,
             "--log-dir", str(tmp_path), "--runner.log_interval_steps", str(row),
             "--runner.checkpoint_interval_steps", str(row), "--sampler.batch_T", "16",
             "--sampler.batch_B", "4", "--sampler.eval_n_envs", "2",
             "--sampler.eval_max_trajectories", "2", "--algo.replay_size", "4096",
-            "--algo.replay_ratio", "8"]
+            "--algo.replay_ratio", "8", "--algo.min_steps_learn", "256"]
     proc = _cli(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
     with _sigkilled_after(proc):
