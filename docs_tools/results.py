@@ -40,11 +40,13 @@ RESULTS = ROOT / "docs" / "results"
 PAGE = ROOT / "docs" / "results.md"
 IMG = ROOT / "docs" / "img" / "results"
 MINATAR_BENCH = ROOT / "bench" / "minatar"
-if str(MINATAR_BENCH) not in sys.path:
-    sys.path.insert(0, str(MINATAR_BENCH))
+for _path in (MINATAR_BENCH, ROOT / "docs_tools"):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
 
 import paper  # noqa: E402  (bench/minatar/paper.py: the MinAtar paper and its rule)
 import report  # noqa: E402  (bench/minatar/report.py: values at a budget, its curves)
+import time_to_score as tts  # noqa: E402  (docs_tools/time_to_score.py: Atari's time to a score)
 
 FAMILIES = ("classic", "minatar", "mujoco", "atari")
 TIME_COLUMN = "CumTime (s)"
@@ -466,10 +468,100 @@ def minatar_plot_name(game: str) -> str:
     return f"minatar_{MINATAR_ALGO}_vs_paper_{game}.png"
 
 
+# ---- Atari: frames and wall time to a score ------------------------------------------------
+def reach_text(reach: tts.Reach | None, end: tts.RunEnd) -> str:
+    if reach is None:
+        return f"not reached (by {count(end.frames)} frames, {duration(end.seconds)})"
+    return f"{count(round(reach.frames, -3))} frames, {duration(reach.seconds)}"
+
+
+def score_lines(results: Path, contender: tts.ScoreRuns) -> list[str]:
+    """One table line per run of ``contender`` (one saying none, without runs)."""
+    runs = runs_of(results, f"{contender.folder}/run_*")
+    if not runs:
+        return [f"| {contender.label} | {contender.task} | not run yet |"
+                + " |" * len(tts.MILESTONES)]
+    lines = []
+    for run in runs:
+        rows = tts.read_rows(run)
+        end = tts.run_end(rows, contender.column, contender.frames_per_step)
+        if end is None:
+            continue
+        cells = [f"{contender.label}, {run.name.replace('_', ' ')}", contender.task]
+        cells += [reach_text(tts.first_reach(rows, contender.column, score,
+                                             contender.frames_per_step), end)
+                  for score in tts.MILESTONES]
+        cells.append(f"{end.score:.1f} at {count(round(end.frames, -3))} frames, "
+                     f"{duration(end.seconds)}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def time_to_score_table(results: Path) -> str:
+    """Each Pong run's frames and wall time to each milestone score, ours and the peer's."""
+    header = ("| run | task | " + " | ".join(f"score {m:g}" for m in tts.MILESTONES)
+              + " | end of run |\n|" + "---|" * (len(tts.MILESTONES) + 3))
+    lines = [header]
+    for contender in tts.SCORE_RUNS:
+        lines += score_lines(results, contender)
+    commands = [f"- **{c.label}**: {c.command if c.command.startswith('the ') else f'`{c.command}`'}"
+                for c in tts.SCORE_RUNS]
+    intro = ("Frames and wall time to a score (the first log row where the mean whole-game "
+             "score of the latest 100 games reaches it; rows are the runs' log intervals "
+             "apart), on this 2-core machine, one run at a time:")
+    blocks = [intro, "\n".join(lines), "\n".join(commands)]
+    if any(runs_of(results, f"{c.folder}/run_*") for c in tts.SCORE_RUNS):
+        blocks.append(figure_line(TIME_PLOT, "Pong: score against wall time"))
+    return "\n\n".join(blocks)
+
+
+TIME_PLOT = "atari_pong_score_vs_time.png"
+
+
+def plot_time_to_score(results: Path, out: Path) -> Path | None:
+    """Score against wall time (hours), every run of every contender."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.6, 3.8))
+    drawn = False
+    for i, contender in enumerate(tts.SCORE_RUNS):
+        for j, run in enumerate(runs_of(results, f"{contender.folder}/run_*")):
+            rows = tts.read_rows(run)
+            points = [(float(r[tts.TIME_COLUMN]) / 3600, tts.score_of(r, contender.column))
+                      for r in rows]
+            points = [(t, s) for t, s in points if s is not None]
+            if not points:
+                continue
+            ax.plot(*zip(*points), color=f"C{i}", alpha=1.0 if j == 0 else 0.6,
+                    label=f"{contender.label.split(' (')[0]} on {contender.task}, {run.name}")
+            drawn = True
+    if not drawn:
+        plt.close(fig)
+        return None
+    for score in tts.MILESTONES:
+        ax.axhline(score, color="black", linestyle=":", linewidth=0.8)
+    ax.set_xlabel("wall time (hours, 2 cores)")
+    ax.set_ylabel("mean score of the latest 100 games")
+    ax.set_title("Pong: score against wall time")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / TIME_PLOT
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
 def table(results: Path, family: str) -> str:
     """The generated block of ``family`` (its table, then its figures)."""
     if family == "minatar":
         return minatar_table(results)
+    if family == "atari":
+        return task_table(results, family) + "\n\n" + time_to_score_table(results)
     return task_table(results, family)
 
 
@@ -585,7 +677,8 @@ def plot_all(results: Path, out: Path) -> list[Path]:
             drawn = plotted_rows(results, first.task, rows)
             if drawn:
                 paths.append(plot_task(results, drawn, out))
-    return paths
+    time_plot = plot_time_to_score(results, out)
+    return paths + ([time_plot] if time_plot is not None else [])
 
 
 def main(argv: list[str] | None = None) -> int:

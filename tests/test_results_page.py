@@ -143,6 +143,44 @@ def test_minatar_budget_beyond_the_runs_says_not_run_here(tmp_path):
     assert "83 min" in cell
 
 
+# ---- Atari: frames and wall time to a score -----------------------------------------------
+import time_to_score as tts  # noqa: E402
+
+
+def write_score_run(run: Path, rows: list[tuple[int, float, str]]) -> None:
+    """A progress.csv of ``(CumSteps, CumTime (s), TrainGameScoreAverage)`` rows."""
+    run.mkdir(parents=True)
+    with open(run / "progress.csv", "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["CumSteps", "CumTime (s)", "TrainGameScoreAverage"])
+        writer.writerows(rows)
+
+
+def test_time_to_score_is_the_first_row_at_or_above_it(tmp_path):
+    # No game ended in the first row (empty, then NaN); the score dips after reaching 10.
+    write_score_run(tmp_path / "run_0", [(100_000, 60.0, ""), (200_000, 120.0, "nan"),
+                                         (300_000, 180.0, "-3.0"), (400_000, 240.0, "0.0"),
+                                         (500_000, 300.0, "10.5"), (600_000, 360.0, "9.0")])
+    rows = tts.read_rows(tmp_path / "run_0")
+    assert tts.first_reach(rows, "TrainGameScoreAverage", 0.0, 4) == tts.Reach(1.6e6, 240.0)
+    assert tts.first_reach(rows, "TrainGameScoreAverage", 10.0, 4) == tts.Reach(2e6, 300.0)
+    assert tts.first_reach(rows, "TrainGameScoreAverage", 18.0, 4) is None
+    assert tts.run_end(rows, "TrainGameScoreAverage", 4) == tts.RunEnd(2.4e6, 360.0, 9.0)
+
+
+def test_time_to_score_table_has_a_line_per_run_and_says_what_is_missing(tmp_path):
+    ours, peer = tts.SCORE_RUNS
+    write_score_run(tmp_path / ours.folder / "run_0",
+                    [(250_000, 600.0, "-15.0"), (500_000, 1200.0, "2.0"),
+                     (750_000, 1800.0, "12.0"), (2_500_000, 5400.0, "17.5")])
+    table = results.time_to_score_table(tmp_path)
+    assert ("| rlpyt IMPALA (`AsyncRl`, the `impala` preset), run 0 | ALE/Pong-v5 | 2M frames, "
+            "20 min | 3M frames, 30 min | not reached (by 10M frames, 90 min) | 17.5 at 10M "
+            "frames, 90 min |") in table
+    assert f"| {peer.label} | {peer.task} | not run yet | | | |" in table
+    assert results.TIME_PLOT in table
+
+
 # ---- the page -------------------------------------------------------------------------------
 def test_write_replaces_only_the_tables(tmp_results, tmp_path):
     prose = "# Title\n\nHand-written.\n\n"

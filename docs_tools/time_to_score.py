@@ -1,0 +1,96 @@
+"""Frames and wall time to a score: the Atari table that users compare libraries by.
+
+A run reaches a score at its first log row whose score column (the mean whole-game score
+of the latest 100 games) is at least that score; its frames (``CumSteps`` times the frame
+skip) and wall time (``CumTime (s)``) there are the run's cost of the score.  The
+resolution is the run's log interval.  ``SCORE_RUNS`` names the runs compared: ours
+(``rlpyt train``) and a peer's, whose progress.csv is written with the same columns by
+``bench/pong_to_score.py``.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+TIME_COLUMN = "CumTime (s)"
+STEP_COLUMN = "CumSteps"
+MILESTONES = (0.0, 10.0, 18.0)  # Pong: level with the built-in player, well ahead, solved.
+
+
+@dataclass(frozen=True)
+class ScoreRuns:
+    """Runs of one contender on one task, read for their time to each milestone.
+
+    ``folder`` is under the results directory (``<family>/<algo>/<task>``, runs in
+    ``run_<seed>``); ``frames_per_step`` converts ``CumSteps`` to frames.
+    """
+
+    label: str
+    task: str
+    folder: str
+    column: str
+    frames_per_step: int
+    command: str  # Shown in backticks unless it points elsewhere ("the command of ...").
+
+
+@dataclass(frozen=True)
+class Reach:
+    """Where a run first logged a score of at least the milestone."""
+
+    frames: float
+    seconds: float
+
+
+@dataclass(frozen=True)
+class RunEnd:
+    frames: float
+    seconds: float
+    score: float
+
+
+SCORE_RUNS = (
+    ScoreRuns("rlpyt IMPALA (`AsyncRl`, the `impala` preset)", "ALE/Pong-v5",
+              "atari/impala/ALE-Pong-v5", "TrainGameScoreAverage", 4,
+              "the command of the table above"),
+    ScoreRuns("Sample Factory 2.1.1 APPO (its Atari defaults)", "PongNoFrameskip-v4",
+              "atari/sample-factory-appo/PongNoFrameskip-v4", "TrainGameScoreAverage", 4,
+              "python bench/pong_to_score.py --seed 0"),
+)
+
+
+def read_rows(run: Path) -> list[dict[str, str]]:
+    with open(run / "progress.csv", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def score_of(row: dict[str, str], column: str) -> float | None:
+    """The row's score, or None where no game has ended yet (empty or NaN)."""
+    text = row.get(column) or ""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return None if math.isnan(value) else value
+
+
+def first_reach(rows: list[dict[str, str]], column: str, score: float,
+                frames_per_step: int) -> Reach | None:
+    """The first row whose ``column`` is at least ``score`` (None if none is)."""
+    for row in rows:
+        value = score_of(row, column)
+        if value is not None and value >= score:
+            return Reach(float(row[STEP_COLUMN]) * frames_per_step, float(row[TIME_COLUMN]))
+    return None
+
+
+def run_end(rows: list[dict[str, str]], column: str, frames_per_step: int) -> RunEnd | None:
+    """The last row's frames, wall time and score (None without rows)."""
+    if not rows:
+        return None
+    last = rows[-1]
+    score = score_of(last, column)
+    return RunEnd(float(last[STEP_COLUMN]) * frames_per_step, float(last[TIME_COLUMN]),
+                  math.nan if score is None else score)
