@@ -23,9 +23,11 @@ TORCHRUN = os.path.join(os.path.dirname(sys.executable), "torchrun")
 STOP_WITHIN_S = 5.0
 
 # The command line, with Python's own SIGINT handler (a test run started as a background
-# job starts its children with SIGINT ignored).
+# job starts its children with SIGINT ignored), and its threads' stacks on SIGUSR1 for a
+# launcher that misses its bound (``_communicate_or_dump``).
 LAUNCHER = textwrap.dedent("""
-    import signal, sys
+    import faulthandler, signal, sys
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     from rlpyt.cli import main
     sys.exit(main())  # (as the rlpyt program: arguments from sys.argv)
@@ -111,6 +113,21 @@ def _signal_after_a_checkpoint(proc, signum, run_dir: str, what: str) -> tuple[i
     return code, err
 
 
+def _communicate_or_dump(proc, timeout: float, what: str) -> str:
+    """``proc``'s stderr once it exits within ``timeout``; else fail with the stacks of
+    its threads (``LAUNCHER``'s SIGUSR1 handler) and what it printed, to show where it
+    stalled."""
+    try:
+        return proc.communicate(timeout=timeout)[1]
+    except subprocess.TimeoutExpired:
+        os.kill(proc.pid, signal.SIGUSR1)
+        time.sleep(1.0)
+        _kill_group(proc)
+        err = proc.communicate()[1]
+        pytest.fail(f"{what}: the launcher did not exit within {timeout} s; its stderr and "
+                    f"stacks:\n{err[-6000:]}")
+
+
 def _status(process) -> str | None:
     """A zombie has exited (only its parent has not reaped it yet); None: gone."""
     try:
@@ -144,14 +161,14 @@ def test_a_signal_during_start_up_ends_the_run_cleanly(run, tmp_path):
              "10000000", "--log-dir", str(tmp_path / str(i))],
             env=dict(os.environ, PYTHONPATH=ROOT), stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True, start_new_session=True)
+        what = f"{run}, {signum.name} after {delay} s"
         try:
             time.sleep(delay)
             with_children = psutil.Process(proc.pid).children(recursive=True)
             proc.send_signal(signum)
-            _, err = proc.communicate(timeout=STOP_WITHIN_S + 5)
+            err = _communicate_or_dump(proc, STOP_WITHIN_S + 5, what)
         finally:
             _kill_group(proc)
-        what = f"{run}, {signum.name} after {delay} s"
         assert proc.returncode == 128 + signum, (what, proc.returncode, err[-3000:])
         # Once training runs, Ctrl-C also says it is finishing the iteration, and the
         # resume command follows: at most three lines, never a traceback.
