@@ -11,11 +11,14 @@ its last snapshot); before every rank is set up, the ranks are ended at once.
 
 from __future__ import annotations
 
+import datetime
 import multiprocessing as mp
 import os
 import signal
 import time
 from multiprocessing import connection
+
+import torch.distributed as dist
 
 from rlpyt.utils.supervisor import (
     RANK_EXIT_S,
@@ -32,11 +35,11 @@ from rlpyt.utils.supervisor import (
     signal_processes,
     stop_processes,
 )
-from rlpyt.utils.synchronize import find_port
 
 __all__ = ["SyncRlError", "spawn_ranks"]
 
 _POLL_S = 0.2
+STORE_HOST = "127.0.0.1"  # The ranks' rendezvous store: spawned ranks are local.
 _FAILURE_WINDOW_S = 1.0  # after a first failure, collect the others' for the report
 # A rank whose peer died fails inside a collective with one of these; it is not the cause.
 _PEER_LOSS_MARKS = ("DistBackendError", "Connection closed by peer", "Connection reset by peer",
@@ -49,9 +52,14 @@ class SyncRlError(RuntimeError):
 
 def spawn_ranks(runner, n_ranks: int, log_state: dict):
     """Train ``runner`` on ``n_ranks`` spawned ranks (``runner._train_rank`` in each,
-    rendezvous on a free local port); returns rank 0's summary."""
+    who meet at a store this launcher hosts); returns rank 0's summary.
+
+    The store listens on a port the OS assigns as it binds, so no other process can take
+    the port between choosing and binding it (as with a port found free and bound later by
+    rank 0), and it lives exactly as long as the launcher that binds the ranks."""
     ctx = mp.get_context("spawn")
-    init_method = f"tcp://127.0.0.1:{find_port()}"
+    store = dist.TCPStore(STORE_HOST, 0, is_master=True, wait_for_workers=False,
+                          timeout=datetime.timedelta(seconds=runner.timeout_s))
     procs, conns, started = [], [], set()
     try:
         for rank in range(n_ranks):
@@ -61,7 +69,7 @@ def spawn_ranks(runner, n_ranks: int, log_state: dict):
                 # (torch, envs: seconds): it binds the rank to this launcher.
                 target=guarded_target,
                 args=(ParentGuard(os.getpid()), _spawned_rank_main, runner, rank,
-                      n_ranks, init_method, send, log_state),
+                      n_ranks, store.port, send, log_state),
                 name=f"rlpyt-SyncRl-rank-{rank}",
             )
             proc.start()
@@ -80,8 +88,8 @@ def spawn_ranks(runner, n_ranks: int, log_state: dict):
             # A rank still starting may be inside the group's rendezvous (C++: no
             # Python signal handler runs there), and one whose peer stopped first
             # prints c10d's connection warnings.  Nothing is trained yet: end them
-            # all at once, the store's host (rank 0) last.
-            kill_processes(procs[::-1])
+            # all at once.
+            kill_processes(procs)
             raise
         # The ranks have their own process group (a terminal's Ctrl-C, or a signal
         # to this launcher alone, reaches only it): pass the signal on, once, and let
@@ -96,10 +104,11 @@ def spawn_ranks(runner, n_ranks: int, log_state: dict):
         stop_processes(procs, RANKS)
         for conn in conns:
             conn.close()
+        del store  # The ranks are gone: stop listening.
 
 
 def _spawned_rank_main(guard: ParentGuard, runner, rank: int, world_size: int,
-                       init_method: str, conn, log_state: dict) -> None:
+                       store_port: int, conn, log_state: dict) -> None:
     """A rank's process; ``guard`` did its work while being unpickled (a launcher killed
     with SIGKILL takes its ranks with it, even one killed while they were starting)."""
     os.setpgid(0, 0)  # signals come from the launcher only, once (see spawn_ranks)
@@ -110,7 +119,9 @@ def _spawned_rank_main(guard: ParentGuard, runner, rank: int, world_size: int,
     runner._launcher_conn = conn  # for SyncRl.startup's "started"
     code = 1
     with failures_reported(lambda text: conn.send(("error", text)), quiet=(), exit_code=None):
-        summary = runner._train_rank(rank, world_size, rank, init_method, log_state)
+        store = dist.TCPStore(STORE_HOST, store_port, is_master=False,
+                              timeout=datetime.timedelta(seconds=runner.timeout_s))
+        summary = runner._train_rank(rank, world_size, rank, None, log_state, store=store)
         conn.send(("ok", summary if rank == 0 else None))
         code = 0
     conn.close()

@@ -158,9 +158,10 @@ class SyncRlMixin:
         self.load_diagnostics_state(state["diagnostics"])
         return True
 
-    def _train_rank(self, rank: int, world_size: int, local_rank: int, init_method: str,
-                    log_state: dict | None = None):
-        """Everything one rank does: join the group, train, leave the group."""
+    def _train_rank(self, rank: int, world_size: int, local_rank: int, init_method: str | None,
+                    log_state: dict | None = None, store: dist.Store | None = None):
+        """Everything one rank does: join the group (at ``init_method``, or at ``store``
+        where the launcher hosts one), train, leave the group."""
         if local_rank >= len(self.affinities):
             if len(self.affinities) == 1 and not self.affinities[0]:
                 self.affinities = [{} for _ in range(local_rank + 1)]
@@ -176,7 +177,7 @@ class SyncRlMixin:
         if cuda_idx is not None:
             torch.cuda.set_device(cuda_idx)
         dist.init_process_group(
-            backend, init_method=init_method, rank=rank, world_size=world_size,
+            backend, init_method=init_method, store=store, rank=rank, world_size=world_size,
             timeout=datetime.timedelta(seconds=self.timeout_s),
             **({"device_id": torch.device("cuda", cuda_idx)} if backend == "nccl" else {}),
         )
