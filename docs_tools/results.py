@@ -548,12 +548,7 @@ def plot_time_to_score(results: Path, out: Path) -> Path | None:
     ax.set_title("Pong: score against wall time")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / TIME_PLOT
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return report.save_figure(fig, out, TIME_PLOT)
 
 
 def table(results: Path, family: str) -> str:
@@ -643,12 +638,7 @@ def plot_task(results: Path, rows: list[Row], out: Path) -> Path:
     ax.set_title(f"{rows[0].task}: mean and min-max over runs")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / plot_name(rows[0])
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return report.save_figure(fig, out, plot_name(rows[0]))
 
 
 def draw_published(ax, results: Path, row: Row, color: str) -> None:

@@ -156,6 +156,18 @@ def paper_table(results: Path, algo: str) -> str:
     return "\n".join(lines) if len(lines) > 2 else ""
 
 
+def save_figure(fig, out: Path, name: str) -> Path:
+    """Lay ``fig`` out, write it to ``out / name`` (100 dpi) and free it."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / name
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
 def plot_paper_curve(ax, game: str, algorithm: str, **style) -> None:
     points = [p for p in paper_curve(game, algorithm) if p.comparable]
     ax.errorbar([p.frames for p in points], [p.value for p in points],
@@ -189,12 +201,7 @@ def plot_vs_paper(results: Path, algo: str, game: str, out: Path, spread: str = 
     ax.set_ylabel("return, latest 100 training episodes")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"minatar_{algo}_vs_paper_{game}.png"
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_figure(fig, out, f"minatar_{algo}_vs_paper_{game}.png")
 
 
 def plot(results: Path, algo: str, out: Path) -> Path | None:
@@ -218,12 +225,7 @@ def plot(results: Path, algo: str, out: Path) -> Path | None:
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("training return (latest 100 episodes)")
     fig.suptitle(f"rlpyt {label(algo)} on MinAtar: mean and min-max over seeds")
-    fig.tight_layout()
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"minatar_{algo}.png"
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_figure(fig, out, f"minatar_{algo}.png")
 
 
 def plot_all(results: Path, algos: list[str], out: Path) -> Path:
@@ -261,12 +263,7 @@ def plot_all(results: Path, algos: list[str], out: Path) -> Path:
                        fontsize=8)
     fig.suptitle("rlpyt on MinAtar: mean and min-max over seeds; dashed: the paper's "
                  "curves (Young & Tian 2019, Fig. 2)")
-    fig.tight_layout()
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "minatar_all.png"
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save_figure(fig, out, "minatar_all.png")
 
 
 def main() -> None:
