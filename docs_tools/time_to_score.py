@@ -53,10 +53,10 @@ class RunEnd:
 
 SCORE_RUNS = (
     ScoreRuns("rlpyt IMPALA (`AsyncRl`, the `impala` preset)", "ALE/Pong-v5",
-              "atari/impala/ALE-Pong-v5", "TrainGameScoreAverage", 4,
+              "atari/impala/ALE-Pong-v5", "GameScoreAverage", 4,
               "the command of the table above"),
     ScoreRuns("Sample Factory 2.1.1 APPO (its Atari defaults)", "PongNoFrameskip-v4",
-              "atari/sample-factory-appo/PongNoFrameskip-v4", "TrainGameScoreAverage", 4,
+              "atari/sample-factory-appo/PongNoFrameskip-v4", "GameScoreAverage", 4,
               "python bench/pong_to_score.py --seed 0"),
 )
 

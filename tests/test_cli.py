@@ -193,3 +193,21 @@ def test_async_runner_on_ray_builds_the_async_ray_sampler():
     assert type(sampler) is AsyncRaySampler
     assert sampler.sampler.n_actors == 3 and sampler.sampler.ray_address == "auto"
     assert sampler.batch_timeout == 30
+
+
+@pytest.mark.parametrize("extra, start_line", [
+    ([], "iterations of minibatch RL"),
+    (["--algo", "dqn", "--runner", "async", "--algo.min_steps_learn", "200"], "Running AsyncRl:"),
+])
+def test_no_evaluation_envs_picks_the_runner_without_evaluation(extra, start_line, tmp_path):
+    """``--sampler.eval_n_envs 0``: no evaluation (an Atari run whose measure is the
+    training games' score spends no sampling time on it); rows carry the training
+    trajectories' columns."""
+    assert main(["train", "--n-steps", "1200", "--log-dir", str(tmp_path),
+                 "--runner.log_interval_steps", "400", "--sampler.eval_n_envs", "0",
+                 *extra]) == 0
+    run_dir = tmp_path / "run_0"
+    with open(run_dir / "progress.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert "ReturnAverage" in rows[-1] and "EvalTime (s)" not in rows[-1]
+    assert start_line in (run_dir / "debug.log").read_text()

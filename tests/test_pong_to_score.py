@@ -37,7 +37,7 @@ def test_peer_reports_become_rows_and_the_goal_interrupts_once(tmp_path, monkeyp
     rows.file.close()
     with open(tmp_path / "progress.csv", newline="") as f:
         got = list(csv.DictReader(f))
-    assert [(r["CumSteps"], r["TrainGameScoreAverage"]) for r in got] == [
+    assert [(r["CumSteps"], r["GameScoreAverage"]) for r in got] == [
         ("10240", "-20.500"), ("20480", "18.250"), ("20480", "19.000")]
     assert rows.reached and kills == [sf_appo_score.signal.SIGINT]
 
@@ -47,7 +47,7 @@ def write_ours(results: Path, seed: int, rows: list[tuple[int, float, float]]) -
     run.mkdir(parents=True)
     with open(run / "progress.csv", "w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["CumSteps", "CumTime (s)", "TrainGameScoreAverage"])
+        writer.writerow(["CumSteps", "CumTime (s)", "GameScoreAverage"])
         writer.writerows(rows)
 
 

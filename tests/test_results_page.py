@@ -148,11 +148,11 @@ import time_to_score as tts  # noqa: E402
 
 
 def write_score_run(run: Path, rows: list[tuple[int, float, str]]) -> None:
-    """A progress.csv of ``(CumSteps, CumTime (s), TrainGameScoreAverage)`` rows."""
+    """A progress.csv of ``(CumSteps, CumTime (s), GameScoreAverage)`` rows."""
     run.mkdir(parents=True)
     with open(run / "progress.csv", "w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["CumSteps", "CumTime (s)", "TrainGameScoreAverage"])
+        writer.writerow(["CumSteps", "CumTime (s)", "GameScoreAverage"])
         writer.writerows(rows)
 
 
@@ -162,10 +162,10 @@ def test_time_to_score_is_the_first_row_at_or_above_it(tmp_path):
                                          (300_000, 180.0, "-3.0"), (400_000, 240.0, "0.0"),
                                          (500_000, 300.0, "10.5"), (600_000, 360.0, "9.0")])
     rows = tts.read_rows(tmp_path / "run_0")
-    assert tts.first_reach(rows, "TrainGameScoreAverage", 0.0, 4) == tts.Reach(1.6e6, 240.0)
-    assert tts.first_reach(rows, "TrainGameScoreAverage", 10.0, 4) == tts.Reach(2e6, 300.0)
-    assert tts.first_reach(rows, "TrainGameScoreAverage", 18.0, 4) is None
-    assert tts.run_end(rows, "TrainGameScoreAverage", 4) == tts.RunEnd(2.4e6, 360.0, 9.0)
+    assert tts.first_reach(rows, "GameScoreAverage", 0.0, 4) == tts.Reach(1.6e6, 240.0)
+    assert tts.first_reach(rows, "GameScoreAverage", 10.0, 4) == tts.Reach(2e6, 300.0)
+    assert tts.first_reach(rows, "GameScoreAverage", 18.0, 4) is None
+    assert tts.run_end(rows, "GameScoreAverage", 4) == tts.RunEnd(2.4e6, 360.0, 9.0)
 
 
 def test_time_to_score_table_has_a_line_per_run_and_says_what_is_missing(tmp_path):

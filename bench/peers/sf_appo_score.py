@@ -9,7 +9,7 @@ seed, the wall-time cap and the place of its files are set here.
 Every report of its learner (about every 5 s) becomes a row of ``<out>/progress.csv`` in
 rlpyt's columns: ``CumTime (s)`` (from this script's start, so Sample Factory's start-up
 counts, as rlpyt's does), ``CumSteps`` (agent steps: its frame count over the frame skip
-of 4) and ``TrainGameScoreAverage`` (its mean reward of the latest 100 episodes; on Pong,
+of 4) and ``GameScoreAverage`` (its mean reward of the latest 100 episodes; on Pong,
 which has one life and rewards of -1 and 1, an episode is a whole game and its clipped
 reward is the game's score).  The run stops at ``--stop-score``, at ``--max-seconds``, or
 at its 10M frames, whichever comes first.
@@ -34,7 +34,7 @@ import time
 FRAME_SKIP = 4
 FRAMES = re.compile(r"Total num frames: (\d+)")
 REWARD = re.compile(r"Avg episode reward: (\[.*\])")
-COLUMNS = ("CumTime (s)", "CumSteps", "TrainGameScoreAverage")
+COLUMNS = ("CumTime (s)", "CumSteps", "GameScoreAverage")
 
 
 class ProgressRows(logging.Handler):

@@ -329,8 +329,20 @@ def _sampler_path(config: dict) -> str:
     return (ASYNC_SAMPLERS if config.get("runner_type") == "async" else SAMPLERS)[sampler_type]
 
 
-def _runner_path(config: dict) -> str:
-    return ASYNC_RUNNER if config.get("runner_type") == "async" else RUNNER
+# --sampler.eval_n_envs 0: no evaluation; the twin logs the training trajectories' columns.
+WITHOUT_EVAL = {RUNNER: "rlpyt.runners.minibatch_rl:MinibatchRl",
+                ASYNC_RUNNER: "rlpyt.runners.async_rl:AsyncRl",
+                SYNC_RUNNER: "rlpyt.runners.sync_rl:SyncRl"}
+
+
+def _runner_path(config: dict, distributed: bool = False) -> str:
+    """The runner class: synchronous, asynchronous or SyncRl ranks, each with evaluation
+    unless the sampler has no evaluation envs (``--sampler.eval_n_envs 0``)."""
+    if distributed:
+        path = SYNC_RUNNER
+    else:
+        path = ASYNC_RUNNER if config.get("runner_type") == "async" else RUNNER
+    return WITHOUT_EVAL[path] if config["sampler"].get("eval_n_envs", 0) == 0 else path
 
 
 def _check_async(config: dict, preset) -> None:
@@ -421,7 +433,7 @@ def train_from_config(config: dict, log_dir: str, run_ID: int = 0,
     env_kwargs = dict(config["env"])
     sampler, agent, algo = build_components(config)
     distributed = config.get("nproc", 1) > 1 or launched_by_torchrun()
-    RunnerCls = import_path(SYNC_RUNNER if distributed else _runner_path(config))
+    RunnerCls = import_path(_runner_path(config, distributed))
     affinity = _rank_affinities(config) if distributed else _affinity(config)
     runner = RunnerCls(algo=algo, agent=agent, sampler=sampler, seed=config.get("seed"),
                        affinity=affinity, **config["runner"])

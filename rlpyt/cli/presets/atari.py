@@ -5,7 +5,9 @@ The env is the library's ``AtariEnv`` with the protocol of the id's family
 NoFrameskip ids; 4 stacked 84x84 frames for both).  Each algorithm takes the settings of
 one published source, named in ``source`` (printed when a run starts) and beside the
 values.  Budgets are agent steps (4 frames each): 10M steps are 40M frames.  Training
-scores of whole games (``GameScoreAverage``) are the measure, so evaluation is rare.
+scores of whole games (``GameScoreAverage``) are the measure; the evaluation at each log
+row (8 games) takes sampling time, so a run timed to a score turns it off
+(``--sampler.eval_n_envs 0``).
 
 The sources' optimizers that a JSON config cannot name (RMSProp in A2C, IMPALA and the
 DQN Nature paper) are replaced by Adam, as classic rlpyt's Atari examples do.
