@@ -5,6 +5,7 @@ follows our runs.  Fast: no training, no peer venv."""
 from __future__ import annotations
 
 import csv
+import importlib.util
 import logging
 import sys
 from pathlib import Path
@@ -12,11 +13,25 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-for path in (ROOT / "bench", ROOT / "bench" / "peers", ROOT / "docs_tools"):
-    sys.path.insert(0, str(path))
 
-import pong_to_score  # noqa: E402
-import sf_appo_score  # noqa: E402
+
+def load(path: Path):
+    """The module at ``path``, imported with its folder on ``sys.path`` only while it
+    loads: ``bench/`` on the path for good would shadow other tests' modules (its
+    ``dqn.py`` is not ``bench/minatar/dqn.py``)."""
+    saved = list(sys.path)
+    sys.path.insert(0, str(path.parent))
+    try:
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path[:] = saved
+
+
+sf_appo_score = load(ROOT / "bench" / "peers" / "sf_appo_score.py")
+pong_to_score = load(ROOT / "bench" / "pong_to_score.py")
 
 
 def record(message: str) -> logging.LogRecord:
