@@ -146,7 +146,7 @@ ROWS: tuple[Row, ...] = (
         train_command("impala", "ALE/Pong-v5", "atari", 2_500_000).replace(
             "rlpyt train", "rlpyt train --runner async --sampler-type cpu").replace(
             " --seed", " --sampler.eval_n_envs 0 --seed"),
-        "a 10M-frame run holds both cores for about 1.6 hours",
+        "a 10M-frame run holds both cores for about 35 minutes",
         seeds=(0, 1), frames_per_step=4, scale=Published("PongNoFrameskip-v4", "PPO", 10_000_000)),
 )
 
@@ -473,8 +473,8 @@ def minatar_plot_name(game: str) -> str:
 # ---- Atari: frames and wall time to a score ------------------------------------------------
 def reach_text(reach: tts.Reach | None, end: tts.RunEnd) -> str:
     if reach is None:
-        return f"not reached (by {count(end.frames)} frames, {duration(end.seconds)})"
-    return f"{count(round(reach.frames, -3))} frames, {duration(reach.seconds)}"
+        return f"not reached (by {count(round(end.frames, -5))} frames, {duration(end.seconds)})"
+    return f"{count(round(reach.frames, -5))} frames, {duration(reach.seconds)}"
 
 
 def score_lines(results: Path, contender: tts.ScoreRuns) -> list[str]:
@@ -493,7 +493,7 @@ def score_lines(results: Path, contender: tts.ScoreRuns) -> list[str]:
         cells += [reach_text(tts.first_reach(rows, contender.column, score,
                                              contender.frames_per_step), end)
                   for score in tts.MILESTONES]
-        cells.append(f"{end.score:.1f} at {count(round(end.frames, -3))} frames, "
+        cells.append(f"{end.score:.1f} at {count(round(end.frames, -5))} frames, "
                      f"{duration(end.seconds)}")
         lines.append("| " + " | ".join(cells) + " |")
     return lines
