@@ -155,3 +155,15 @@ def make_learning_only(why: str):
                                                        f"(RLPYT_FULL_SEEDS=1); CI's time budget")
 
 
+
+
+def write_score_run(run, rows) -> None:
+    """A run folder whose progress.csv has ``(CumSteps, CumTime (s), GameScoreAverage)``
+    rows (the columns the Atari time-to-score table reads)."""
+    import csv
+
+    run.mkdir(parents=True)
+    with open(run / "progress.csv", "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["CumSteps", "CumTime (s)", "GameScoreAverage"])
+        writer.writerows(rows)

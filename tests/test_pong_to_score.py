@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import write_score_run
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -58,12 +59,7 @@ def test_peer_reports_become_rows_and_the_goal_interrupts_once(tmp_path, monkeyp
 
 
 def write_ours(results: Path, seed: int, rows: list[tuple[int, float, float]]) -> None:
-    run = results / pong_to_score.OURS.folder / f"run_{seed}"
-    run.mkdir(parents=True)
-    with open(run / "progress.csv", "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["CumSteps", "CumTime (s)", "GameScoreAverage"])
-        writer.writerows(rows)
+    write_score_run(results / pong_to_score.OURS.folder / f"run_{seed}", rows)
 
 
 def test_peer_cap_is_a_multiple_of_our_slowest_time_to_the_goal(tmp_path):

@@ -145,15 +145,7 @@ def test_minatar_budget_beyond_the_runs_says_not_run_here(tmp_path):
 
 # ---- Atari: frames and wall time to a score -----------------------------------------------
 import time_to_score as tts  # noqa: E402
-
-
-def write_score_run(run: Path, rows: list[tuple[int, float, str]]) -> None:
-    """A progress.csv of ``(CumSteps, CumTime (s), GameScoreAverage)`` rows."""
-    run.mkdir(parents=True)
-    with open(run / "progress.csv", "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["CumSteps", "CumTime (s)", "GameScoreAverage"])
-        writer.writerows(rows)
+from helpers import write_score_run  # noqa: E402
 
 
 def test_time_to_score_is_the_first_row_at_or_above_it(tmp_path):
