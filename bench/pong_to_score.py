@@ -2,10 +2,10 @@
 
 Users compare libraries by how long a game takes to learn, not by frames per second.
 Our side is the committed runs of the results page (``docs/results/atari/impala/
-ALE-Pong-v5``, made by the page's command); this script runs the peer, Sample Factory
-2.1.1's APPO with its own Atari defaults, in its venv (``bench/peers/``), and commits its
-run beside ours as ``docs/results/atari/sample-factory-appo/PongNoFrameskip-v4/run_<seed>``
-(the peer's own env id: its Atari example knows only the NoFrameskip-v4 ids).  The peer
+PongNoFrameskip-v4``, made by the page's command); this script runs the peer, Sample
+Factory 2.1.1's APPO with its own Atari defaults, in its venv (``bench/peers/``), on the
+same id (the DQN Nature pipeline: no sticky actions), and commits its run beside ours as
+``docs/results/atari/sample-factory-appo/PongNoFrameskip-v4/run_<seed>``.  The peer
 stops at the score of 18, or once it has used ``--cap`` times the wall time our slowest
 run needed for 18 (our longest run's whole wall time, where none reached 18), or at its
 own budget of 10M frames.  Then it prints both sides' frames and wall time to scores of
