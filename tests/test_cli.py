@@ -211,3 +211,29 @@ def test_no_evaluation_envs_picks_the_runner_without_evaluation(extra, start_lin
         rows = list(csv.DictReader(f))
     assert "ReturnAverage" in rows[-1] and "EvalTime (s)" not in rows[-1]
     assert start_line in (run_dir / "debug.log").read_text()
+
+
+@pytest.mark.parametrize("argv, threads", [
+    (["--algo", "ppo", "--env", "PongNoFrameskip-v4", "--sampler-type", "cpu"], "all"),
+    (["--algo", "ppo", "--env", "PongNoFrameskip-v4"], "all"),
+    (["--algo", "ppo", "--env", "PongNoFrameskip-v4", "--torch-threads", "1"], 1),
+    (["--algo", "ppo", "--env", "PongNoFrameskip-v4", "--nproc", "2"], 1),
+    (["--algo", "impala", "--env", "PongNoFrameskip-v4", "--runner", "async"], 1),
+    (["--algo", "a2c", "--env", "PongNoFrameskip-v4"], 1),
+    (["--algo", "ppo"], 1),
+])
+def test_torch_threads_default_is_the_presets(argv, threads):
+    """PPO's Atari preset optimizes on every CPU of a synchronous one-process run (its
+    workers wait meanwhile); other presets, async and multi-rank runs keep 1 thread, and
+    ``--torch-threads`` wins over both."""
+    from rlpyt.cli import build_parser
+    from rlpyt.cli.train import _cpus, build_config
+
+    args, extra = build_parser().parse_known_args(["train", *argv])
+    expected = len(_cpus()) if threads == "all" else threads
+    assert build_config(args, extra)["torch_threads"] == expected
+
+
+def test_torch_threads_must_be_positive(capsys):
+    assert main(["train", "--torch-threads", "0"]) != 0
+    assert "argument --torch-threads: 0 must be > 0" in capsys.readouterr().err

@@ -115,9 +115,11 @@ def add_train_parser(subparsers):
                         "made), HOST:PORT, or unset for a private local Ray")
     p.add_argument("--cuda-idx", type=_non_negative_int, default=None,
                    help="GPU index for training (default: CPU)")
-    p.add_argument("--torch-threads", type=int, default=1,
-                   help="torch threads of the main process (default 1: fastest for small "
-                        "models, and no oversubscription with parallel workers)")
+    p.add_argument("--torch-threads", type=_positive(int), default=None,
+                   help="torch threads of the main process (default: the preset's; 1, "
+                        "fastest for small models, or every CPU for the conv nets of PPO's "
+                        "Atari preset in a synchronous run, whose workers wait while it "
+                        "optimizes)")
     p.add_argument("--config", default=None,
                    help="params.json of an earlier run: start from its full config")
     p.add_argument("--snapshot-mode", default="last",
@@ -257,7 +259,6 @@ def build_config(args, extra: list[str]) -> dict:
         config["cuda_idx"] = args.cuda_idx
     if args.workers is not None:
         config["workers"] = args.workers
-    config["torch_threads"] = args.torch_threads
     if args.nproc != 1:
         if args.nproc < 1:
             raise ConfigError(f"--nproc {args.nproc}: the number of ranks must be >= 1")
@@ -273,6 +274,10 @@ def build_config(args, extra: list[str]) -> dict:
     if args.tensorboard:
         config["tensorboard"] = True  # kept by --resume, which reads the saved config
     preset = preset_for(config["algo_name"], config["env"]["id"])
+    if args.torch_threads is not None:
+        config["torch_threads"] = args.torch_threads
+    elif not args.config or "torch_threads" not in config:  # a loaded config keeps its own
+        config["torch_threads"] = _default_torch_threads(preset, config)
     _check_async(config, preset)
     config["agent_class"] = _agent_class(config, preset)
     valid = dict(
@@ -291,6 +296,16 @@ def build_config(args, extra: list[str]) -> dict:
         runner={**_keyword_defaults(import_path(_runner_path(config))), **config["runner"]},
     )
     return apply_overrides(config, parse_override_args(extra), valid, defaults)
+
+
+def _default_torch_threads(preset, config: dict) -> int:
+    """The preset's torch threads for the main process (``Preset.torch_threads``)."""
+    if preset.torch_threads is not None:
+        return preset.torch_threads
+    if (config.get("runner_type", "sync") != "sync" or config.get("nproc", 1) > 1
+            or launched_by_torchrun()):
+        return 1
+    return len(_cpus())
 
 
 def _ray_flags(args, config: dict) -> None:

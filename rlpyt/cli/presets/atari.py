@@ -61,6 +61,7 @@ ATARI_PRESETS: dict[str, Preset] = {
         sampler_kwargs=dict(batch_T=128, batch_B=8, max_decorrelation_steps=0, **_EVAL),
         runner_kwargs=dict(n_steps=10_000_000, log_interval_steps=102_400),
         source="CleanRL's ppo_atari.py, with the PPO paper's (A3C's) network",
+        torch_threads=None,  # 4 epochs of updates per batch: 1.5x the frames/s on 2 CPUs
         description="Proximal Policy Optimization (clipped surrogate, GAE)",
     ),
     "a2c": Preset(

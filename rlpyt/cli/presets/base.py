@@ -30,6 +30,11 @@ class Preset:
             ``{"algo": {...}, "agent": {...}, ...}`` (default none).
         source: where the values come from, printed when a run starts.
         description: one line for ``rlpyt train --help``.
+        torch_threads: torch threads of the main process when ``--torch-threads`` is not
+            given (default 1: fastest for small models).  None: every CPU of the run, in
+            a synchronous one-process run (for conv nets whose updates are the larger
+            part of an iteration: the sampler's workers wait while the optimizer runs);
+            1 in asynchronous and ``--nproc`` runs, whose CPUs are shared out.
     """
 
     algo: str
@@ -43,3 +48,4 @@ class Preset:
     env_overrides: dict = field(default_factory=dict)
     source: str = ""
     description: str = ""
+    torch_threads: int | None = 1
