@@ -643,6 +643,22 @@ def test_ppo_linear_schedule_anneals_lr_and_ratio_clip_to_zero():
     assert algo.current_ratio_clip == pytest.approx(0.0, abs=1e-12)
 
 
+def test_ppo_schedule_without_clip_annealing_keeps_the_clip():
+    """``anneal_ratio_clip=False`` (CleanRL's): the rate falls to 0, the clip stays."""
+    T, B, n_itr = 4, 2, 3
+    agent = LinearAgent()
+    samples = bandit_samples(agent, T, B, torch.Generator().manual_seed(10))
+    algo = PPO(learning_rate=0.01, ratio_clip=0.2, minibatches=2, epochs=1,
+               anneal_ratio_clip=False)
+    algo.initialize(agent, n_itr=n_itr, batch_spec=BatchSpec(T, B), mid_batch_reset=True)
+    for itr in range(n_itr):
+        info = algo.optimize_agent(itr, samples)
+        assert info.learningRate == pytest.approx([0.01 * (n_itr - itr) / n_itr] * 2)
+        assert info.ratioClip == pytest.approx([0.2] * 2)
+    assert algo.optimizer.param_groups[0]["lr"] == pytest.approx(0.0, abs=1e-12)
+    assert algo.current_ratio_clip == 0.2
+
+
 def test_ppo_without_schedule_keeps_lr_and_clip():
     agent = LinearAgent()
     samples = bandit_samples(agent, 4, 2, torch.Generator().manual_seed(9))

@@ -106,10 +106,11 @@ class PPO(PolicyGradientAlgo):
             (default 4).
         epochs: passes over each batch (default 4).
         ratio_clip: the clipping range eps of the probability ratio (default 0.1).
-        linear_lr_schedule: anneal the learning rate and ``ratio_clip`` linearly to 0
-            over the run: a ``LambdaLR`` stepped once per ``optimize_agent`` call
-            (iteration), reaching 0 after ``n_itr`` iterations.  Its state is part of
-            ``optim_state_dict()``, so a resumed run continues the schedule (default True).
+        linear_lr_schedule: anneal the learning rate (and ``ratio_clip``, see
+            ``anneal_ratio_clip``) linearly to 0 over the run: a ``LambdaLR`` stepped once
+            per ``optimize_agent`` call (iteration), reaching 0 after ``n_itr``
+            iterations.  Its state is part of ``optim_state_dict()``, so a resumed run
+            continues the schedule (default True).
         normalize_advantage: scale advantages to mean 0, std 1 over the valid entries of
             each batch, once per batch (default False).
         clip_vf_loss: also clip the value update around the sampled value estimate,
@@ -119,6 +120,11 @@ class PPO(PolicyGradientAlgo):
         target_kl: stop the remaining epochs of this batch before any minibatch step
             whose estimated KL(pi_old || pi) exceeds this value; None never stops early
             (default None).
+        anneal_ratio_clip: under ``linear_lr_schedule``, anneal ``ratio_clip`` (and with
+            it ``vf_clip=None``'s value clip) with the learning rate, as the PPO paper's
+            Atari runs do over 40M frames (default True).  False keeps it fixed, as
+            CleanRL does: over a short run the annealed clip lets the policy and the
+            value move less and less while there is still much to learn.
     """
 
     opt_info_fields = tuple(PpoOptInfo._fields)
@@ -142,6 +148,7 @@ class PPO(PolicyGradientAlgo):
         clip_vf_loss: bool = False,
         vf_clip: float | None = None,
         target_kl: float | None = None,
+        anneal_ratio_clip: bool = True,
     ):
         save__init__args(locals())
         self.optim_kwargs = dict(optim_kwargs or {})
@@ -187,8 +194,9 @@ class PPO(PolicyGradientAlgo):
 
     @property
     def current_ratio_clip(self) -> float:
-        """``ratio_clip``, annealed with the learning rate under ``linear_lr_schedule``."""
-        if self.lr_scheduler is None:
+        """``ratio_clip``, annealed with the learning rate under ``linear_lr_schedule``
+        and ``anneal_ratio_clip``."""
+        if self.lr_scheduler is None or not self.anneal_ratio_clip:
             return self.ratio_clip
         return self.ratio_clip * linear_decay(self.lr_scheduler.last_epoch, self.n_itr)
 
