@@ -8,6 +8,8 @@ import torch
 import torch.nn.functional as F
 
 from rlpyt.models.conv2d import Conv2dHeadModel
+from rlpyt.models.pg.mlp import HIDDEN_GAIN, POLICY_GAIN, VALUE_GAIN
+from rlpyt.models.utils import orthogonal_init_
 from rlpyt.utils.tensor import infer_leading_dims, restore_leading_dims
 
 # The A3C-era Atari conv net (Mnih et al. 2016), sized for 84x84 inputs.
@@ -43,6 +45,13 @@ class AtariFfModel(torch.nn.Module):
         use_maxpool: downsample with max-pooling instead of strided convs (default False).
         channels, kernel_sizes, strides, paddings: conv settings; ``None`` (default) uses
             ``(16, 32)``, ``(8, 4)``, ``(4, 2)``, ``(0, 1)``.
+        orthogonal_init: orthogonal weights and zero biases, gain sqrt(2) in the torso,
+            0.01 on the policy (a uniform first policy) and 1 on the value head, as the
+            PPO reference code (OpenAI baselines, CleanRL) initializes it (default True).
+            False keeps torch's defaults, under which the torso's features on Pong
+            frames are about 25x smaller: with Adam, which moves each weight by about
+            the learning rate, the heads' outputs then move 25x less per step (PPO's
+            KL per batch about 0.001; docs/notes/pong.md).
     """
 
     def __init__(
@@ -55,6 +64,7 @@ class AtariFfModel(torch.nn.Module):
         kernel_sizes: Sequence[int] | None = None,
         strides: Sequence[int] | None = None,
         paddings: Sequence[int] | None = None,
+        orthogonal_init: bool = True,
     ):
         super().__init__()
         self.conv = Conv2dHeadModel(
@@ -65,6 +75,12 @@ class AtariFfModel(torch.nn.Module):
         )
         self.pi = torch.nn.Linear(self.conv.output_size, output_size)
         self.value = torch.nn.Linear(self.conv.output_size, 1)
+        if orthogonal_init:
+            for layer in self.conv.modules():
+                if isinstance(layer, (torch.nn.Conv2d, torch.nn.Linear)):
+                    orthogonal_init_(layer, HIDDEN_GAIN)
+            orthogonal_init_(self.pi, POLICY_GAIN)
+            orthogonal_init_(self.value, VALUE_GAIN)
 
     def forward(
         self, image: torch.Tensor, prev_action: torch.Tensor, prev_reward: torch.Tensor
