@@ -521,6 +521,30 @@ def test_atari_default_conv_sizes():
     assert pi.shape == (5, 6) and v.shape == (5,)
 
 
+@pytest.mark.parametrize("orthogonal", [True, False])
+def test_atari_ff_init_keeps_the_features_scale(orthogonal):
+    """Orthogonal init (the default): gain sqrt(2) keeps the ReLU torso's features near
+    the input's scale, the policy starts near uniform and the biases at 0.  Torch's
+    default init shrinks the features by an order of magnitude."""
+    torch.manual_seed(0)
+    model = AtariFfModel((4, 84, 84), 6, channels=[16, 32], kernel_sizes=[8, 4],
+                         strides=[4, 2], paddings=[0, 0], fc_sizes=256,
+                         orthogonal_init=orthogonal)
+    img = torch.rand(64, 4, 84, 84)
+    features_rms = model.conv(img).pow(2).mean().sqrt().item()
+    input_rms = img.pow(2).mean().sqrt().item()
+    pi, _ = model(img * 255, None, None)
+    if orthogonal:
+        assert 0.3 * input_rms < features_rms < 3 * input_rms
+        assert (pi - 1 / 6).abs().max().item() < 0.01
+        assert all((m.bias == 0).all() for m in model.modules()
+                   if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear)))
+        weight = model.pi.weight
+        torch.testing.assert_close(weight @ weight.T, 1e-4 * torch.eye(6), atol=1e-6, rtol=0)
+    else:
+        assert features_rms < 0.2 * input_rms
+
+
 def test_gaussian_log_std_is_learned_and_state_independent():
     model = GaussianPgMlpModel(OBS_SHAPE, N_ACT, init_log_std=-0.5)
     obs = torch.randn(5, *OBS_SHAPE)
