@@ -148,9 +148,10 @@ def full_plans() -> bool:
 
 
 def make_learning_only(why: str):
-    """Mark for a learning test that repeats an algorithm and task another learning test
-    in ``make test`` already covers (on another sampler or runner, or with options that
-    unit tests check): it runs under ``make learning`` only; ``why`` says what it repeats."""
+    """Mark for a learning test that runs under ``make learning`` only: one that repeats
+    an algorithm and task another learning test in ``make test`` already covers (on
+    another sampler or runner, or with options that unit tests check), or one too long
+    for CI's budget; ``why`` says which."""
     return pytest.mark.skipif(not full_plans(), reason=f"{why}: make learning runs it "
                                                        f"(RLPYT_FULL_SEEDS=1); CI's time budget")
 
