@@ -1,7 +1,7 @@
-"""Wall time to a Pong score: Sample Factory's APPO beside our committed IMPALA runs.
+"""Wall time to a Pong score: Sample Factory's APPO beside our committed PPO runs.
 
 Users compare libraries by how long a game takes to learn, not by frames per second.
-Our side is the committed runs of the results page (``docs/results/atari/impala/
+Our side is the committed runs of the results page (``docs/results/atari/ppo/
 PongNoFrameskip-v4``, made by the page's command); this script runs the peer, Sample
 Factory 2.1.1's APPO with its own Atari defaults, in its venv (``bench/peers/``), on the
 same id (the DQN Nature pipeline: no sticky actions), and commits its run beside ours as

@@ -52,8 +52,8 @@ class RunEnd:
 
 
 SCORE_RUNS = (
-    ScoreRuns("rlpyt IMPALA (`AsyncRl`, the `impala` preset)", "PongNoFrameskip-v4",
-              "atari/impala/PongNoFrameskip-v4", "GameScoreAverage", 4,
+    ScoreRuns("rlpyt PPO (the `ppo` preset)", "PongNoFrameskip-v4",
+              "atari/ppo/PongNoFrameskip-v4", "GameScoreAverage", 4,
               "the command of the table above"),
     ScoreRuns("Sample Factory 2.1.1 APPO (its Atari defaults)", "PongNoFrameskip-v4",
               "atari/sample-factory-appo/PongNoFrameskip-v4", "GameScoreAverage", 4,

@@ -166,7 +166,7 @@ def test_time_to_score_table_has_a_line_per_run_and_says_what_is_missing(tmp_pat
                     [(250_000, 600.0, "-15.0"), (500_000, 1200.0, "2.0"),
                      (750_000, 1800.0, "12.0"), (2_500_000, 5400.0, "17.5")])
     table = results.time_to_score_table(tmp_path)
-    assert ("| rlpyt IMPALA (`AsyncRl`, the `impala` preset), run 0 | PongNoFrameskip-v4 | 2M frames, "
+    assert ("| rlpyt PPO (the `ppo` preset), run 0 | PongNoFrameskip-v4 | 2M frames, "
             "20 min | 3M frames, 30 min | not reached (by 10M frames, 90 min) | 17.5 at 10M "
             "frames, 90 min |") in table
     assert f"| {peer.label} | {peer.task} | not run yet | | | |" in table
