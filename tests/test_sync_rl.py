@@ -39,7 +39,6 @@ from rlpyt.samplers.serial.sampler import SerialSampler
 from rlpyt.utils.launching.affinity import make_affinity
 from rlpyt.utils.logging.context import logger_context
 from rlpyt.utils.seed import set_seed
-from rlpyt.utils.synchronize import find_port
 
 PYTHON = sys.executable
 TORCHRUN = os.path.join(os.path.dirname(PYTHON), "torchrun")
@@ -144,10 +143,12 @@ def _make_data(family, B_total, k):
     return (_pg_batches if family == "a2c" else _dqn_batches)(B_total, k)
 
 
-def _rank_main(rank, world_size, port, out_dir):
-    """One gloo rank: both families' replicas, then a running-statistics update."""
+def _rank_main(rank, world_size, out_dir):
+    """One gloo rank: both families' replicas, then a running-statistics update.  The
+    ranks meet at a file store, not a TCP port: a port found free before the spawn
+    could be taken by another xdist worker's test before rank 0 binds it."""
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+    dist.init_process_group("gloo", init_method=f"file://{out_dir}/rendezvous", rank=rank,
                             world_size=world_size)
     try:
         for family, B in B_PER_RANK.items():
@@ -180,8 +181,7 @@ def two_gloo_ranks(tmp_path_factory, worker_id):
     with FileLock(str(root / "gloo_ranks.lock")):
         if not done.exists():
             out.mkdir(exist_ok=True)
-            mp.start_processes(_rank_main, args=(2, find_port(), str(out)), nprocs=2,
-                               start_method="spawn")
+            mp.start_processes(_rank_main, args=(2, str(out)), nprocs=2, start_method="spawn")
             done.touch()
     return out
 
