@@ -39,6 +39,7 @@ from rlpyt.samplers.serial.sampler import SerialSampler
 from rlpyt.utils.launching.affinity import make_affinity
 from rlpyt.utils.logging.context import logger_context
 from rlpyt.utils.seed import set_seed
+from rlpyt.utils.supervisor import exit_now
 
 PYTHON = sys.executable
 TORCHRUN = os.path.join(os.path.dirname(PYTHON), "torchrun")
@@ -146,7 +147,10 @@ def _make_data(family, B_total, k):
 def _rank_main(rank, world_size, out_dir):
     """One gloo rank: both families' replicas, then a running-statistics update.  The
     ranks meet at a file store, not a TCP port: a port found free before the spawn
-    could be taken by another xdist worker's test before rank 0 binds it."""
+    could be taken by another xdist worker's test before rank 0 binds it.  A rank that
+    is done ends as SyncRl's own ranks do (``exit_now``): the interpreter's teardown
+    can free a gloo group that a DDP wrapper in uncollected garbage still holds, and
+    that aborts the process (SIGABRT) after its work was saved."""
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"file://{out_dir}/rendezvous", rank=rank,
                             world_size=world_size)
@@ -162,6 +166,7 @@ def _rank_main(rank, world_size, out_dir):
                        os.path.join(out_dir, f"family_{family}{rank}.pt"))
     finally:
         dist.destroy_process_group()
+    exit_now(0)
 
 
 _RMS_DATA = torch.arange(60, dtype=torch.float64).reshape(20, 3) ** 1.5
@@ -181,6 +186,8 @@ def two_gloo_ranks(tmp_path_factory, worker_id):
     with FileLock(str(root / "gloo_ranks.lock")):
         if not done.exists():
             out.mkdir(exist_ok=True)
+            # A rendezvous file left by another worker's failed spawn is not reused.
+            (out / "rendezvous").unlink(missing_ok=True)
             mp.start_processes(_rank_main, args=(2, str(out)), nprocs=2, start_method="spawn")
             done.touch()
     return out
