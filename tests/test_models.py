@@ -545,6 +545,33 @@ def test_atari_ff_init_keeps_the_features_scale(orthogonal):
         assert features_rms < 0.2 * input_rms
 
 
+def test_atari_ff_normalizes_pixels_by_their_running_statistics():
+    """``normalize_observation``: each pixel of the stack is (x - mean) / std of its own
+    running statistics, clipped to 5, in place of the 1/255 scale; statistics change only
+    through ``update_obs_rms`` (not in ``forward``), and a constant pixel maps to 0."""
+    torch.manual_seed(0)
+    model = AtariFfModel(IMG_SHAPE, N_ACT, normalize_observation=True, **SMALL_CONV)
+    background = torch.full((32, *IMG_SHAPE), 87, dtype=torch.uint8)
+    frames = background.clone()
+    frames[:4, :, 2, 3] = 236  # a sprite seen in 4 of 32 frames
+    model(frames, None, None)
+    assert model.obs_rms.count.item() == 0  # forward does not update
+    model.update_obs_rms(frames)
+    mean = frames.double().mean(0)
+    std = frames.double().var(0, unbiased=False).clamp(min=1e-6).sqrt()
+    expected = ((frames.double() - mean) / std).clamp(-5, 5).float()
+    seen = {}
+    model.conv.register_forward_hook(lambda m, args, out: seen.update(x=args[0]))
+    pi, v = model(frames, None, None)
+    torch.testing.assert_close(seen["x"], expected)
+    assert seen["x"][4:].abs().max().item() < 0.4  # background near 0
+    assert seen["x"][:4, :, 2, 3].min().item() > 2  # the sprite stands out
+    assert pi.shape == (32, N_ACT) and v.shape == (32,)
+    assert "obs_rms.mean" in model.state_dict()  # saved with the model
+    plain = AtariFfModel(IMG_SHAPE, N_ACT, **SMALL_CONV)
+    assert plain.obs_rms is None and "obs_rms.mean" not in plain.state_dict()
+
+
 def test_gaussian_log_std_is_learned_and_state_independent():
     model = GaussianPgMlpModel(OBS_SHAPE, N_ACT, init_log_std=-0.5)
     obs = torch.randn(5, *OBS_SHAPE)

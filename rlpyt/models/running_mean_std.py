@@ -48,9 +48,12 @@ class RunningMeanStdModel(torch.nn.Module):
         self.register_buffer("count", torch.zeros((), dtype=torch.float64))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        std = self.var.clamp(min=self.min_var).sqrt()
+        # In the output's dtype: the statistics are cast (one value per element of
+        # ``shape``), not the batch, which for Atari frames is 28k values per row.
         out_dtype = x.dtype if x.is_floating_point() else torch.get_default_dtype()
-        normalised = ((x - self.mean) / std).to(out_dtype)
+        mean = self.mean.to(out_dtype)
+        std = self.var.clamp(min=self.min_var).sqrt().to(out_dtype)
+        normalised = (x.to(out_dtype) - mean) / std
         if self.clip is not None:
             normalised = normalised.clamp(-self.clip, self.clip)
         return normalised

@@ -9,6 +9,7 @@ import torch.nn.functional as F
 
 from rlpyt.models.conv2d import Conv2dHeadModel
 from rlpyt.models.pg.mlp import HIDDEN_GAIN, POLICY_GAIN, VALUE_GAIN
+from rlpyt.models.running_mean_std import ObservationNormalizerMixin
 from rlpyt.models.utils import orthogonal_init_
 from rlpyt.utils.tensor import infer_leading_dims, restore_leading_dims
 
@@ -29,7 +30,7 @@ def atari_conv_kwargs(channels, kernel_sizes, strides, paddings) -> dict:
     )
 
 
-class AtariFfModel(torch.nn.Module):
+class AtariFfModel(ObservationNormalizerMixin, torch.nn.Module):
     """Conv layers and a fully connected layer shared by a softmax policy and a value head.
 
     ``forward(image, prev_action, prev_reward) -> (pi, v)``: ``image`` is ``[..., C, H, W]``
@@ -51,6 +52,14 @@ class AtariFfModel(torch.nn.Module):
             False keeps torch's defaults, under which the torso's features on Pong
             frames are about 25x smaller and PPO's preset learned Pong far more slowly
             (-16.0 against -7.6 at 10M frames; docs/notes/pong.md).
+        normalize_observation: normalise every pixel of the stack by its running mean and
+            variance (updated by ``update_obs_rms``, which PG algorithms call on each
+            training batch) instead of scaling by 1/255, as Sample Factory's Atari
+            defaults do (``normalize_input``): the static background becomes 0 and what
+            moves (ball, paddles) stands out (default False).
+        norm_obs_clip: bound of the normalised pixels (default 5, Sample Factory's).
+        norm_obs_var_clip: lower bound on a pixel's variance (in 0..255 units) used to
+            normalise (default 1e-6).
     """
 
     def __init__(
@@ -64,8 +73,14 @@ class AtariFfModel(torch.nn.Module):
         strides: Sequence[int] | None = None,
         paddings: Sequence[int] | None = None,
         orthogonal_init: bool = True,
+        normalize_observation: bool = False,
+        norm_obs_clip: float = 5.0,
+        norm_obs_var_clip: float = 1e-6,
     ):
         super().__init__()
+        self.init_observation_normalizer(
+            image_shape, normalize_observation, norm_obs_clip, norm_obs_var_clip
+        )
         self.conv = Conv2dHeadModel(
             image_shape=image_shape,
             hidden_sizes=fc_sizes,
@@ -85,7 +100,8 @@ class AtariFfModel(torch.nn.Module):
         self, image: torch.Tensor, prev_action: torch.Tensor, prev_reward: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         lead_dim, T, B, img_shape = infer_leading_dims(image, 3)
-        img = image.reshape(T * B, *img_shape).to(torch.float32) * (1.0 / 255)
+        img = image.reshape(T * B, *img_shape).to(torch.float32)
+        img = img * (1.0 / 255) if self.obs_rms is None else self.normalize_obs(img)
         features = self.conv(img)
         pi = F.softmax(self.pi(features), dim=-1)
         v = self.value(features).squeeze(-1)
