@@ -773,3 +773,65 @@ def test_defaults_match_the_api_contract():
     assert (ppo.minibatches, ppo.epochs, ppo.ratio_clip, ppo.linear_lr_schedule) == (4, 4, 0.1, True)
     assert (ppo.clip_vf_loss, ppo.vf_clip, ppo.target_kl) == (False, None, None)
     assert A2C.bootstrap_value and PPO.bootstrap_value
+
+
+@pytest.mark.parametrize("Algo", [A2C, PPO])
+def test_normalize_returns_denormalizes_values_and_normalizes_targets(Algo):
+    """``normalize_returns``: the sampled values (and bootstrap and timeout values) are
+    normalised returns, scaled back with the statistics before this batch for GAE; the
+    value target is the return normalised by the statistics with this batch's valid
+    returns folded in (plain references: the GAE loop and numpy's mean and std)."""
+    T, B = 5, 3
+    agent = LinearAgent()
+    gen = torch.Generator().manual_seed(3)
+    observation = torch.randn(T, B, 4, generator=gen)
+    reward = 10 + 5 * torch.randn(T, B, generator=gen)  # returns far from unit scale
+    done = torch.zeros(T, B, dtype=torch.bool)
+    timeout = torch.zeros(T, B, dtype=torch.bool)
+    timeout_value = torch.zeros(T, B)
+    done[1, 0] = timeout[1, 0] = True
+    timeout_value[1, 0] = 0.7
+    done[3, 1] = True
+    bootstrap = torch.tensor([0.3, -0.2, 1.1])
+    samples = make_samples(agent, observation, reward=reward, done=done, timeout=timeout,
+                           timeout_value=timeout_value, bootstrap_value=bootstrap)
+    algo = Algo(discount=0.9, gae_lambda=0.8, normalize_returns=True)
+    algo.initialize(agent, n_itr=3, batch_spec=BatchSpec(T, B), mid_batch_reset=False)
+    earlier = 50 + 20 * torch.randn(40, generator=gen)  # returns of earlier batches
+    algo.return_rms.update(earlier)
+    mean, std = earlier.double().mean(), earlier.double().std(correction=0)
+
+    return_, advantage, valid = algo.process_returns(samples)
+
+    value = samples.agent.agent_info.value
+    ref_adv, ref_ret = reference_gae(
+        reward, value.double() * std + mean, done, timeout, timeout_value.double() * std + mean,
+        bootstrap.double() * std + mean, 0.9, 0.8)
+    torch.testing.assert_close(advantage.double(), ref_adv, rtol=1e-5, atol=1e-4)
+    all_returns = torch.cat([earlier.double(), ref_ret[valid > 0]])
+    new_mean, new_std = all_returns.mean(), all_returns.std(correction=0)
+    torch.testing.assert_close(return_.double(), (ref_ret - new_mean) / new_std,
+                               rtol=1e-5, atol=1e-5)
+    assert algo.return_rms.count.item() == 40 + int(valid.sum())
+    # The samples themselves are not changed (the sampler's buffers are reused).
+    torch.testing.assert_close(samples.agent.agent_info.value, value)
+
+
+def test_normalize_returns_statistics_are_part_of_the_algorithm_state():
+    agent = LinearAgent()
+    samples = bandit_samples(agent, 4, 2, torch.Generator().manual_seed(13))
+    algo = PPO(normalize_returns=True)
+    algo.initialize(agent, n_itr=5, batch_spec=BatchSpec(4, 2), mid_batch_reset=True)
+    algo.optimize_agent(0, samples)
+    state = copy.deepcopy(algo.state_dict())
+    assert state["return_rms"]["count"].item() == 8
+    other = PPO(normalize_returns=True)
+    other.initialize(LinearAgent(), n_itr=5, batch_spec=BatchSpec(4, 2))
+    other.load_state_dict(state)
+    for key, value in algo.return_rms.state_dict().items():
+        assert torch.equal(other.return_rms.state_dict()[key], value)
+    with pytest.raises(KeyError, match="return_rms"):
+        other.load_state_dict({k: v for k, v in state.items() if k != "return_rms"})
+    plain = PPO()
+    plain.initialize(LinearAgent(), n_itr=5, batch_spec=BatchSpec(4, 2))
+    assert plain.return_rms is None and "return_rms" not in plain.state_dict()

@@ -109,7 +109,8 @@ def _replica(family, rank, world_size, B, data):
         if world_size > 1:
             agent.data_parallel()
         # clip_grad_norm small enough to clip: averaging must come before clipping.
-        algo = A2C(learning_rate=1e-2, clip_grad_norm=0.05)
+        # normalize_returns: the returns' statistics are all-reduced over the ranks.
+        algo = A2C(learning_rate=1e-2, clip_grad_norm=0.05, normalize_returns=True)
         algo.initialize(agent, N_UPDATES, BatchSpec(8, B), True, examples, world_size, rank)
         for itr, batch in enumerate(batches):
             algo.optimize_agent(itr, _split(batch, lo, hi, t_dim=True))
@@ -261,8 +262,9 @@ def test_every_family_keeps_its_replicas_identical(family, two_gloo_ranks):
 
 @pytest.mark.parametrize("family", ["a2c", "dqn"])
 def test_two_ranks_match_one_process_with_twice_the_batch(family, two_gloo_ranks):
-    """A2C (clipping active) and DQN (double DQN, target updates, clipping active), both
-    averaged by DDP: 2 ranks x B == 1 process x 2B within 1e-6, ranks bitwise equal."""
+    """A2C (clipping active, returns normalized) and DQN (double DQN, target updates,
+    clipping active), both averaged by DDP: 2 ranks x B == 1 process x 2B within 1e-6,
+    ranks bitwise equal."""
     B = B_PER_RANK[family]
     ranks = [torch.load(two_gloo_ranks / f"{family}{r}.pt") for r in range(2)]
     batches, *rest = _make_data(family, 2 * B, N_UPDATES)

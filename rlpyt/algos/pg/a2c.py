@@ -42,6 +42,12 @@ class A2C(PolicyGradientAlgo):
             end, lower values trade variance for bias (default 1).
         normalize_advantage: scale advantages to mean 0, std 1 over the valid entries of
             each batch (default False).
+        normalize_returns: the value head learns returns normalised by their running
+            mean and std (all returns so far, each batch folded in before its targets are
+            made); its outputs are scaled back before GAE and bootstrapping.  Value
+            targets then have unit scale whatever the rewards' (Sample Factory's
+            ``normalize_returns``, on by default there).  The statistics are saved with
+            the algorithm's state (default False).
     """
 
     opt_info_fields = tuple(OptInfo._fields)
@@ -58,6 +64,7 @@ class A2C(PolicyGradientAlgo):
         initial_optim_state_dict: dict | None = None,
         gae_lambda: float = 1,
         normalize_advantage: bool = False,
+        normalize_returns: bool = False,
     ):
         save__init__args(locals())
         self.optim_kwargs = dict(optim_kwargs or {})

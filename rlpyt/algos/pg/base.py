@@ -14,6 +14,7 @@ from rlpyt.agents.base import AgentInputs
 from rlpyt.algos import losses
 from rlpyt.algos.base import RlAlgorithm
 from rlpyt.algos.optim import clip_grad_norm, direct_step_for, make_optimizer
+from rlpyt.models.running_mean_std import RunningMeanStdModel
 from rlpyt.utils.buffer import buffer_method, buffer_to
 
 __all__ = ["OptInfo", "PolicyGradientAlgo", "linear_decay"]
@@ -48,14 +49,15 @@ class PolicyGradientAlgo(RlAlgorithm):
 
     Subclasses set the hyperparameters in ``__init__`` (``discount``, ``gae_lambda``,
     ``learning_rate``, ``OptimCls``, ``optim_kwargs``, ``clip_grad_norm``,
-    ``initial_optim_state_dict``, ``normalize_advantage``) and implement
-    ``optimize_agent``.  The sampler records ``bootstrap_value`` and
-    ``timeout_value`` because ``bootstrap_value = True``.
+    ``initial_optim_state_dict``, ``normalize_advantage``, optionally
+    ``normalize_returns``) and implement ``optimize_agent``.  The sampler records
+    ``bootstrap_value`` and ``timeout_value`` because ``bootstrap_value = True``.
     """
 
     bootstrap_value = True
     opt_info_fields = tuple(OptInfo._fields)
     lr_scheduler = None
+    return_rms: RunningMeanStdModel | None = None
 
     def initialize(
         self,
@@ -75,6 +77,10 @@ class PolicyGradientAlgo(RlAlgorithm):
         self.mid_batch_reset = mid_batch_reset
         self.world_size = world_size
         self._batch_size = batch_spec.size
+        # Running statistics of the returns (a scalar), on the agent's device: under
+        # SyncRl their update is an all-reduce, which NCCL does on CUDA tensors only.
+        self.return_rms = (RunningMeanStdModel(()).to(agent.device)
+                           if getattr(self, "normalize_returns", False) else None)
         self.optim_initialize(rank)
 
     def optim_initialize(self, rank: int = 0) -> None:
@@ -129,6 +135,23 @@ class PolicyGradientAlgo(RlAlgorithm):
         if self.lr_scheduler is not None and state_dict.get("lr_scheduler") is not None:
             self.lr_scheduler.load_state_dict(state_dict["lr_scheduler"])
 
+    def state_dict(self) -> dict:
+        """As ``RlAlgorithm``'s, with the returns' statistics under ``normalize_returns``."""
+        state = super().state_dict()
+        if self.return_rms is not None:
+            state["return_rms"] = self.return_rms.state_dict()
+        return state
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        super().load_state_dict(state_dict)
+        if self.return_rms is not None:
+            if "return_rms" not in state_dict:
+                raise KeyError(
+                    f"{type(self).__name__}.load_state_dict: normalize_returns=True but the "
+                    f"state has no 'return_rms' (saved by a run without return normalization?)"
+                )
+            self.return_rms.load_state_dict(state_dict["return_rms"])
+
     # ---- from samples to training targets ------------------------------------------
     def update_obs_normalizer(self, samples) -> None:
         """Update the agent's observation normaliser (if its model has one) with the batch.
@@ -173,6 +196,9 @@ class PolicyGradientAlgo(RlAlgorithm):
         arrays = _numpy_views(reward, done, value, bootstrap_value, timeout, timeout_value)
         if arrays is not None:
             reward, done, value, bootstrap_value, timeout, timeout_value = arrays
+        if self.return_rms is not None:  # the value head predicts normalised returns
+            value, bootstrap_value, timeout_value = (
+                self.denormalized_value(v) for v in (value, bootstrap_value, timeout_value))
         if timeout is not None:
             reward = losses.timeout_bootstrapped_reward(reward, timeout, timeout_value,
                                                         self.discount)
@@ -185,7 +211,27 @@ class PolicyGradientAlgo(RlAlgorithm):
             valid = None if valid is None else torch.from_numpy(valid)
         if self.normalize_advantage:
             advantage = self.normalized(advantage, valid)
+        if self.return_rms is not None:
+            return_ = self.normalized_return(return_, valid)
         return return_, advantage, valid
+
+    def denormalized_value(self, value):
+        """A value head's output (normalised returns) in return units, with the statistics
+        of the returns so far: ``value * std + mean`` (numpy or torch; None passes)."""
+        if value is None:
+            return None
+        rms = self.return_rms
+        std = float(rms.var.clamp(min=rms.min_var).sqrt())
+        return value * std + float(rms.mean)
+
+    def normalized_return(self, return_: torch.Tensor, valid: torch.Tensor | None):
+        """The value head's regression target: ``return_`` normalised by the statistics
+        of all returns so far, this batch's valid ones included (Sample Factory's and
+        rl_games' return normalization; under SyncRl every rank folds in every rank's)."""
+        device = self.return_rms.mean.device
+        chosen = return_.reshape(-1) if valid is None else return_[valid > 0]
+        self.return_rms.update(chosen.to(device))
+        return self.return_rms(return_.to(device)).to(return_.device)
 
     @staticmethod
     def normalized(advantage: torch.Tensor, valid: torch.Tensor | None) -> torch.Tensor:
