@@ -19,11 +19,12 @@ from rlpyt.cli import main
 pytestmark = pytest.mark.learning
 
 RANDOM_SCORE = -20.7
-N_STEPS = 1_500_000  # 6M frames, about 25 minutes of both cores a seed
-# 2.2 points above random.  The two 10M-frame runs of docs/notes/pong.md (learning rate
-# annealed over 2.5M steps) were at -16.4 and -16.6 near 1.5M steps; this run anneals
-# over its own 1.5M.  The mean of its last 2 rows must be >= -20.35.
-RISEN = EndOfRun(-18.5)
+N_STEPS = 600_000  # 2.4M frames, about 12 minutes of both cores a seed
+# 5.7 points above random.  The preset's 10M-frame run (docs/notes/pong.md) was at -15.9
+# after 205k agent steps and -10.9 after 307k, with its learning rate annealed over
+# 2.5M steps; this run anneals over its own 600k.  The mean of its last 2 rows must be
+# >= -16.5.
+RISEN = EndOfRun(-15.0)
 
 
 def _pong_history(tmp_path):
@@ -40,9 +41,9 @@ def _pong_history(tmp_path):
     return train_seed
 
 
-@make_learning_only("PPO on Pong, 6M frames a seed (about 25 minutes of both cores)")
+@make_learning_only("PPO on Pong, 2.4M frames a seed (about 12 minutes of both cores)")
 def test_ppo_pong_rises_from_the_random_score(tmp_path):
-    """2 of 3 seeds reach -18.5 (from the random policy's -20.7) within 1.5M agent steps
+    """2 of 3 seeds reach -15 (from the random policy's -20.7) within 600k agent steps
     and end their runs within 10% of it."""
     assert RISEN.threshold >= RANDOM_SCORE + 2
     k_of_n(_pong_history(tmp_path), range(3), 2, RISEN, "PPO on PongNoFrameskip-v4")
