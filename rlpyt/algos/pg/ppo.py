@@ -125,12 +125,8 @@ class PPO(PolicyGradientAlgo):
             Atari runs do over 40M frames (default True).  False keeps it fixed, as
             CleanRL does: over a short run the annealed clip lets the policy and the
             value move less and less while there is still much to learn.
-        normalize_returns: the value head learns returns normalised by their running
-            mean and std (all returns so far, each batch folded in before its targets are
-            made); its outputs are scaled back before GAE and bootstrapping.  Value
-            targets then have unit scale whatever the rewards' (Sample Factory's
-            ``normalize_returns``, on by default there).  The statistics are saved with
-            the algorithm's state (default False).
+        normalize_returns: value targets (and, with ``clip_vf_loss``, the value clip)
+            in units of the returns' running std, as in ``A2C`` (default False).
     """
 
     opt_info_fields = tuple(PpoOptInfo._fields)
