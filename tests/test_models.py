@@ -361,7 +361,7 @@ def make_inputs(kind, lead, gen):
 
 
 FF_MODELS = {
-    "atari_ff": ("atari", lambda: AtariFfModel(IMG_SHAPE, N_ACT, **SMALL_CONV)),
+    "atari_ff": ("atari", lambda: AtariFfModel(IMG_SHAPE, N_ACT, normalize_observation=True, **SMALL_CONV)),
     "mujoco_ff": ("gaussian", lambda: MujocoFfModel(OBS_SHAPE, N_ACT, normalize_observation=True)),
     "cat_mlp": ("categorical", lambda: CategoricalPgMlpModel(OBS_SHAPE, N_ACT)),
     "gauss_mlp": ("gaussian", lambda: GaussianPgMlpModel(OBS_SHAPE, N_ACT, init_log_std=-0.5)),
