@@ -47,12 +47,17 @@ class RunningMeanStdModel(torch.nn.Module):
         self.register_buffer("var", torch.ones(self.shape, dtype=torch.float64))
         self.register_buffer("count", torch.zeros((), dtype=torch.float64))
 
+    @property
+    def std(self) -> torch.Tensor:
+        """The standard deviation ``forward`` divides by: ``sqrt(max(var, min_var))``."""
+        return self.var.clamp(min=self.min_var).sqrt()
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # In the output's dtype: the statistics are cast (one value per element of
         # ``shape``), not the batch, which for Atari frames is 28k values per row.
         out_dtype = x.dtype if x.is_floating_point() else torch.get_default_dtype()
         mean = self.mean.to(out_dtype)
-        std = self.var.clamp(min=self.min_var).sqrt().to(out_dtype)
+        std = self.std.to(out_dtype)
         normalised = (x.to(out_dtype) - mean) / std
         if self.clip is not None:
             normalised = normalised.clamp(-self.clip, self.clip)

@@ -220,9 +220,7 @@ class PolicyGradientAlgo(RlAlgorithm):
         of the returns so far: ``value * std + mean`` (numpy or torch; None passes)."""
         if value is None:
             return None
-        rms = self.return_rms
-        std = float(rms.var.clamp(min=rms.min_var).sqrt())
-        return value * std + float(rms.mean)
+        return value * float(self.return_rms.std) + float(self.return_rms.mean)
 
     def normalized_return(self, return_: torch.Tensor, valid: torch.Tensor | None):
         """The value head's regression target: ``return_`` normalised by the statistics
