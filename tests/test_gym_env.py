@@ -324,3 +324,57 @@ def test_info_schema_pickles_with_its_class():
     assert info == env._info_schema.make({"lives": 2}, True)
     assert info._fields == ("lives", "score", "timeout") and info.lives == 2 and info.timeout
     assert clone.make({}, False).score == 0
+
+
+class RecordingBoxEnv(gym.Env):
+    """A float Box action space with one unbounded dimension; records what it receives."""
+
+    observation_space = gs.Box(-1.0, 1.0, shape=(1,), dtype=np.float32)
+    action_space = gs.Box(np.array([-1.0, 0.0, -np.inf], dtype=np.float32),
+                          np.array([1.0, 2.0, np.inf], dtype=np.float32))
+
+    def __init__(self):
+        self.received = []
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        self.received.append(action)
+        return np.zeros(1, np.float32), 0.0, False, False, {}
+
+
+def test_box_actions_are_clipped_to_the_bounds_and_the_callers_array_is_kept():
+    inner = RecordingBoxEnv()
+    env = GymEnvWrapper(inner)
+    env.reset()
+    action = np.array([3.0, -0.5, -1e6], dtype=np.float32)  # a sampler buffer's row
+    env.step(action)
+    np.testing.assert_array_equal(inner.received[-1], [1.0, 0.0, -1e6])
+    np.testing.assert_array_equal(action, [3.0, -0.5, -1e6])  # the stored action: unclipped
+    inside = np.array([0.25, 1.5, 7.0], dtype=np.float32)
+    env.step(inside)
+    np.testing.assert_array_equal(inner.received[-1], inside)
+
+
+def test_clip_actions_false_passes_box_actions_unchanged():
+    inner = RecordingBoxEnv()
+    env = GymEnvWrapper(inner, clip_actions=False)
+    env.reset()
+    env.step(np.array([3.0, -0.5, -1e6], dtype=np.float32))
+    np.testing.assert_array_equal(inner.received[-1], [3.0, -0.5, -1e6])
+
+
+def test_make_clips_mujoco_actions_by_default():
+    pytest.importorskip("mujoco")
+    received = []
+    for clip in (True, False):
+        env = make("HalfCheetah-v5", clip_actions=clip)
+        env.seed(0)
+        env.reset()
+        inner_step = env.env.step
+        env.env.step = lambda a, inner_step=inner_step: (received.append(a), inner_step(a))[1]
+        env.step(np.full(6, 2.0, dtype=np.float32))
+    np.testing.assert_array_equal(received[0], np.ones(6))
+    np.testing.assert_array_equal(received[1], np.full(6, 2.0))

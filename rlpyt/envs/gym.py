@@ -6,6 +6,11 @@
 * converts observations with ``GymSpaceWrapper`` (float64 -> float32, ``Dict`` ->
   namedtuple) and reverts numpy actions to the Gymnasium form (a numpy scalar of a
   ``Discrete`` space's dtype, as ``Discrete.sample()`` gives, goes through as it is);
+* clips actions of a float ``Box`` space to its bounds before ``env.step``
+  (``clip_actions=True``): a Gaussian policy's samples fall outside the bounds, and
+  envs such as MuJoCo's apply the clipped control but charge their control cost on
+  the action they were given.  Samplers keep the unclipped action, whose
+  log-probability the policy gradient needs;
 * reports ``done = terminated or truncated`` and ``env_info.timeout = truncated and
   not terminated``: a step that both ends the task and hits the time limit is a real
   termination, so algorithms must not bootstrap through it;
@@ -194,6 +199,9 @@ class GymEnvWrapper(Env):
         force_float32: convert float64 Box spaces to float32; default True.
         info_example: a dict whose keys and values fix the env_info schema; default
             ``None`` fixes it from the reset info and the first step's info.
+        clip_actions: clip the actions of a float ``Box`` action space to its bounds
+            before ``env.step`` (default True, as the PPO reference code does); other
+            spaces are unaffected.
 
     ``seed(seed)`` makes the next ``reset()`` call ``env.reset(seed=seed)`` and seeds
     the action spaces; later resets continue the env's random stream.  ``horizon`` is
@@ -207,6 +215,7 @@ class GymEnvWrapper(Env):
         obs_null_value: Any = 0,
         force_float32: bool = True,
         info_example: dict | None = None,
+        clip_actions: bool = True,
     ) -> None:
         self.env = env
         self._action_space = GymSpaceWrapper(
@@ -222,6 +231,9 @@ class GymEnvWrapper(Env):
         if isinstance(space, gym.spaces.Discrete) and int(space.start) == 0:
             self._discrete_type = space.dtype.type
             self._revert_action = self._revert_discrete
+        elif clip_actions and _is_bounded_float_box(space):
+            self._action_low, self._action_high = space.low, space.high
+            self._revert_action = self._revert_clipped
         self._pending_seed: int | None = None
         self._reset_info: dict = {}
         self._info_schema: InfoSchema | None = None
@@ -245,6 +257,10 @@ class GymEnvWrapper(Env):
         if type(action) is self._discrete_type:
             return action
         return self._action_space.revert(action)
+
+    def _revert_clipped(self, action: Any) -> np.ndarray:
+        """``revert`` for a float ``Box`` space, clipped to the space's bounds."""
+        return np.clip(self._action_space.revert(action), self._action_low, self._action_high)
 
     def step(self, action: Any) -> EnvStep:
         obs, reward, terminated, truncated, info = self.env.step(self._revert_action(action))
@@ -338,7 +354,9 @@ def _infill(info: dict, fill: dict) -> dict:
     return info
 
 
-def make(*args: Any, info_example: dict | None = None, **kwargs: Any) -> Env:
+def make(
+    *args: Any, info_example: dict | None = None, clip_actions: bool = True, **kwargs: Any
+) -> Env:
     """``gymnasium.make(*args, **kwargs)`` wrapped in a ``GymEnvWrapper``.
 
     ``MinAtar/<Game>`` ids make a ``rlpyt.envs.minatar.MinAtarEnv`` instead (``kwargs``
@@ -348,6 +366,8 @@ def make(*args: Any, info_example: dict | None = None, **kwargs: Any) -> Env:
         *args, **kwargs: passed to ``gymnasium.make`` (``make("CartPole-v1")`` or
             ``make(id="Pendulum-v1", g=9.81)``).
         info_example: fixes the env_info schema (see the module doc).
+        clip_actions: clip float ``Box`` actions to the space's bounds (default True; see
+            ``GymEnvWrapper``).
 
     An unknown id raises ``ValueError`` listing the closest registered ids.
     """
@@ -365,7 +385,7 @@ def make(*args: Any, info_example: dict | None = None, **kwargs: Any) -> Env:
         env = gym.make(*args, **kwargs)
     except (gym_error.UnregisteredEnv, gym_error.DeprecatedEnv) as e:
         raise ValueError(_unknown_id_message(env_id, e)) from e
-    return GymEnvWrapper(env, info_example=info_example)
+    return GymEnvWrapper(env, info_example=info_example, clip_actions=clip_actions)
 
 
 def register_ale_envs(required: bool = True) -> bool:
@@ -394,6 +414,12 @@ def _unknown_id_message(env_id: Any, error: Exception) -> str:
                   if lower[m] not in close]
     hint = f"closest registered ids: {close[:5]}" if close else "no similar registered id"
     return f"make: unknown Gymnasium env id {env_id!r} ({error}); {hint}"
+
+
+def _is_bounded_float_box(space: gym.Space) -> bool:
+    """A ``Box`` of floats with at least one finite bound (clipping can change an action)."""
+    return (isinstance(space, gym.spaces.Box) and np.issubdtype(space.dtype, np.floating)
+            and bool(np.isfinite(space.low).any() or np.isfinite(space.high).any()))
 
 
 def _time_limit(env: gym.Env) -> int | None:
