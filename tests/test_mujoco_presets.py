@@ -42,6 +42,20 @@ def test_sac_preset_is_tianshous_benchmark():
             ) == (10, 5_000)
 
 
+def test_ppo_preset_is_cleanrls_continuous_ppo():
+    """ppo_continuous_action.py: its model (linear mean, orthogonal init), clipped value
+    loss with the fixed clip, Adam epsilon 1e-5; its reward scaling as return
+    normalization."""
+    config = _config("--algo", "ppo", "--env", "Hopper-v5")
+    algo, agent = config["algo"], config["agent"]
+    assert config["agent_class"] == "rlpyt.agents.pg.gaussian:GaussianPgAgent"
+    assert (algo["ratio_clip"], algo["anneal_ratio_clip"], algo["clip_vf_loss"],
+            algo["normalize_returns"], algo["optim_kwargs"]) == (0.2, False, True, True,
+                                                                 {"eps": 1e-5})
+    assert (algo["epochs"], algo["minibatches"], config["sampler"]["batch_T"]) == (10, 32, 2048)
+    assert agent["model_kwargs"] == {"hidden_sizes": [64, 64], "normalize_observation": True}
+
+
 def test_td3_random_start_is_the_papers_per_env():
     """The TD3 paper: 10k random steps on HalfCheetah and Ant, 1k elsewhere."""
     for env_id, start in [("HalfCheetah-v5", 10_000), ("Ant-v5", 10_000), ("Hopper-v5", 1_000),

@@ -79,23 +79,28 @@ MUJOCO_PRESETS: dict[str, Preset] = {
     ),
     "ppo": Preset(
         algo="rlpyt.algos.pg.ppo:PPO",
-        agents={"continuous": "rlpyt.agents.pg.mujoco:MujocoFfAgent"},
+        agents={"continuous": "rlpyt.agents.pg.gaussian:GaussianPgAgent"},
         env="HalfCheetah-v5",
         # CleanRL's ppo_continuous_action.py (the PPO paper's MuJoCo settings, Schulman et
         # al. 2017, Table 3): one env, 2048 steps a batch, 10 epochs of 32 minibatches,
-        # Adam 3e-4 annealed to 0, discount 0.99, GAE lambda 0.95, clip 0.2, 64-64 tanh
-        # networks, normalised observations.  CleanRL also normalises rewards, which the
-        # library's PPO does not.
+        # Adam 3e-4 (epsilon 1e-5) annealed to 0, clip 0.2 kept fixed and also applied to
+        # the value, discount 0.99, GAE lambda 0.95, gradient clip 0.5, separate 64-64 tanh
+        # MLPs with orthogonal init and a linear mean (GaussianPgMlpModel), normalised
+        # observations clipped to 10, actions clipped to the bounds for the env (make's
+        # default).  CleanRL scales rewards by the running std of the discounted return;
+        # normalize_returns gives the value head the same units.
         algo_kwargs=dict(discount=0.99, gae_lambda=0.95, learning_rate=3e-4, ratio_clip=0.2,
                          epochs=10, minibatches=32, entropy_loss_coeff=0.0,
                          value_loss_coeff=0.5, clip_grad_norm=0.5, normalize_advantage=True,
-                         linear_lr_schedule=True),
+                         clip_vf_loss=True, normalize_returns=True, linear_lr_schedule=True,
+                         anneal_ratio_clip=False, optim_kwargs=dict(eps=1e-5)),
         agent_kwargs=dict(model_kwargs=dict(hidden_sizes=[64, 64],
                                             normalize_observation=True)),
         sampler_kwargs=dict(batch_T=2048, batch_B=1, max_decorrelation_steps=0,
                             eval_n_envs=10, eval_max_trajectories=10),
         runner_kwargs=dict(n_steps=1_000_000, log_interval_steps=20_480),
-        source="CleanRL's ppo_continuous_action.py (PPO paper, Table 3)",
+        source="CleanRL's ppo_continuous_action.py (PPO paper, Table 3), with return "
+               "normalization for its reward scaling",
         description="Proximal Policy Optimization (clipped surrogate, GAE)",
     ),
     "a2c": Preset(
