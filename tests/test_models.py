@@ -367,7 +367,8 @@ FF_MODELS = {
     "gauss_mlp": ("gaussian", lambda: GaussianPgMlpModel(OBS_SHAPE, N_ACT, init_log_std=-0.5)),
 }
 RNN_MODELS = {
-    "atari_lstm": ("atari", lambda: AtariLstmModel(IMG_SHAPE, N_ACT, lstm_size=16, **SMALL_CONV)),
+    "atari_lstm": ("atari", lambda: AtariLstmModel(IMG_SHAPE, N_ACT, lstm_size=16,
+                                                   normalize_observation=True, **SMALL_CONV)),
     "mujoco_lstm": (
         "gaussian",
         lambda: MujocoLstmModel(OBS_SHAPE, N_ACT, hidden_sizes=[16], lstm_size=12),
@@ -570,6 +571,35 @@ def test_atari_ff_normalizes_pixels_by_their_running_statistics():
     assert "obs_rms.mean" in model.state_dict()  # saved with the model
     plain = AtariFfModel(IMG_SHAPE, N_ACT, **SMALL_CONV)
     assert plain.obs_rms is None and "obs_rms.mean" not in plain.state_dict()
+
+
+def test_atari_lstm_init_and_pixel_normalization():
+    """``AtariLstmModel`` has ``AtariFfModel``'s orthogonal torso and heads, orthogonal
+    LSTM weights with zero biases, and the same per-pixel normalisation at the conv."""
+    torch.manual_seed(0)
+    model = AtariLstmModel(IMG_SHAPE, N_ACT, lstm_size=16, normalize_observation=True,
+                           **SMALL_CONV)
+    weight = model.pi.weight
+    torch.testing.assert_close(weight @ weight.T, 1e-4 * torch.eye(N_ACT), atol=1e-6, rtol=0)
+    for name, param in model.lstm.named_parameters():
+        if name.startswith("bias"):
+            assert torch.equal(param, torch.zeros_like(param))
+        else:
+            torch.testing.assert_close(param.T @ param, torch.eye(param.shape[1]),
+                                       atol=1e-5, rtol=1e-4)
+    assert all((m.bias == 0).all() for m in model.conv.modules()
+               if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear)))
+    frames = torch.randint(0, 256, (3, 4, *IMG_SHAPE), dtype=torch.uint8)
+    model.update_obs_rms(frames)
+    seen = {}
+    model.conv.register_forward_hook(lambda m, args, out: seen.update(x=args[0]))
+    pi, v, _ = model(frames, torch.zeros(3, 4, dtype=torch.long), torch.zeros(3, 4), None)
+    flat = frames.reshape(12, *IMG_SHAPE).double()
+    expected = ((flat - flat.mean(0)) / flat.var(0, unbiased=False).clamp(min=1e-6).sqrt())
+    torch.testing.assert_close(seen["x"], expected.clamp(-5, 5).float())
+    assert pi.shape == (3, 4, N_ACT) and v.shape == (3, 4)
+    plain = AtariLstmModel(IMG_SHAPE, N_ACT, lstm_size=16, orthogonal_init=False, **SMALL_CONV)
+    assert plain.obs_rms is None and plain.pi.weight.norm().item() > 0.1
 
 
 def test_gaussian_log_std_is_learned_and_state_independent():

@@ -99,6 +99,17 @@ def orthogonal_init_(layer: torch.nn.Linear, gain: float = math.sqrt(2)) -> torc
     return layer
 
 
+def orthogonal_init_lstm_(lstm: torch.nn.LSTM, gain: float = 1.0) -> torch.nn.LSTM:
+    """Orthogonal weights (each stacked-gates matrix as a whole, as OpenAI baselines and
+    CleanRL do) scaled by ``gain``, and zero biases; returns it."""
+    for name, param in lstm.named_parameters():
+        if name.startswith("weight"):
+            torch.nn.init.orthogonal_(param, gain=gain)
+        else:
+            torch.nn.init.zeros_(param)
+    return lstm
+
+
 class ScaleGradient(torch.autograd.Function):
     """Identity in the forward pass; multiplies the gradient by ``scale`` in the backward."""
 

@@ -30,6 +30,25 @@ def atari_conv_kwargs(channels, kernel_sizes, strides, paddings) -> dict:
     )
 
 
+def orthogonal_init_heads_(conv: torch.nn.Module, pi: torch.nn.Linear,
+                           value: torch.nn.Linear) -> None:
+    """The PPO reference code's init of an Atari actor-critic: orthogonal weights and zero
+    biases, gain sqrt(2) in the conv torso, 0.01 on the policy (a uniform first policy),
+    1 on the value head."""
+    for layer in conv.modules():
+        if isinstance(layer, (torch.nn.Conv2d, torch.nn.Linear)):
+            orthogonal_init_(layer, HIDDEN_GAIN)
+    orthogonal_init_(pi, POLICY_GAIN)
+    orthogonal_init_(value, VALUE_GAIN)
+
+
+def model_pixels(model: ObservationNormalizerMixin, image: torch.Tensor) -> torch.Tensor:
+    """A batch of 0..255 frames as the conv's float32 input: normalised by the model's
+    running pixel statistics when it has them, else scaled by 1/255."""
+    img = image.to(torch.float32)
+    return img * (1.0 / 255) if model.obs_rms is None else model.normalize_obs(img)
+
+
 class AtariFfModel(ObservationNormalizerMixin, torch.nn.Module):
     """Conv layers and a fully connected layer shared by a softmax policy and a value head.
 
@@ -90,19 +109,13 @@ class AtariFfModel(ObservationNormalizerMixin, torch.nn.Module):
         self.pi = torch.nn.Linear(self.conv.output_size, output_size)
         self.value = torch.nn.Linear(self.conv.output_size, 1)
         if orthogonal_init:
-            for layer in self.conv.modules():
-                if isinstance(layer, (torch.nn.Conv2d, torch.nn.Linear)):
-                    orthogonal_init_(layer, HIDDEN_GAIN)
-            orthogonal_init_(self.pi, POLICY_GAIN)
-            orthogonal_init_(self.value, VALUE_GAIN)
+            orthogonal_init_heads_(self.conv, self.pi, self.value)
 
     def forward(
         self, image: torch.Tensor, prev_action: torch.Tensor, prev_reward: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         lead_dim, T, B, img_shape = infer_leading_dims(image, 3)
-        img = image.reshape(T * B, *img_shape).to(torch.float32)
-        img = img * (1.0 / 255) if self.obs_rms is None else self.normalize_obs(img)
-        features = self.conv(img)
+        features = self.conv(model_pixels(self, image.reshape(T * B, *img_shape)))
         pi = F.softmax(self.pi(features), dim=-1)
         v = self.value(features).squeeze(-1)
         return restore_leading_dims((pi, v), lead_dim, T, B)
