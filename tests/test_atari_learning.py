@@ -41,6 +41,7 @@ def _pong_history(tmp_path):
     return train_seed
 
 
+@pytest.mark.timeout(3 * 20 * 60)  # Up to 3 seeds of about 12 minutes each.
 @make_learning_only("PPO on Pong, 2.4M frames a seed (about 12 minutes of both cores)")
 def test_ppo_pong_rises_from_the_random_score(tmp_path):
     """2 of 3 seeds reach -15 (from the random policy's -20.7) within 600k agent steps
