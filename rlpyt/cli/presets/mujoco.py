@@ -1,9 +1,10 @@
 """Presets of Gymnasium's MuJoCo ids (HalfCheetah, Hopper, Walker2d, Ant, Humanoid, ...).
 
 Each preset takes the settings of one published source, named in ``source`` (printed
-when a run starts) and beside the values.  Evaluation follows the sources' protocol: the
-deterministic policy (the mean action), 10 episodes every 5,000 env steps.  Every value
-can be overridden on the command line.
+when a run starts) and beside the values.  Evaluation runs 10 episodes at each log row:
+the off-policy agents act with their deterministic policy (the mean action), as the TD3
+paper and Tianshou evaluate; PPO and A2C sample their policy, as the training episodes
+that CleanRL and the zoo report do.  Every value can be overridden on the command line.
 """
 
 from __future__ import annotations
