@@ -27,10 +27,11 @@ class AtariLstmModel(ObservationNormalizerMixin, torch.nn.Module):
 
     ``forward(image, prev_action, prev_reward, init_rnn_state) -> (pi, v, next_rnn_state)``:
     ``image`` is ``[T, B, C, H, W]`` (or ``[B, ...]`` / ``[...]``, taken as T=1) with pixel
-    values in 0..255 (scaled by 1/255 inside, or normalised); ``prev_action`` holds integer action indexes
-    with the same leading dims; ``init_rnn_state`` is ``RnnState(h, c)`` of ``[N, B, H]``
-    (``None``: zeros).  Returns ``pi`` ``[..., output_size]`` and ``v`` ``[...]`` with the input's
-    leading dims, and ``next_rnn_state`` as ``RnnState`` of ``[N, B, H]``.
+    values in 0..255 (scaled by 1/255 inside, or normalised); ``prev_action`` holds
+    integer action indexes with the same leading dims; ``init_rnn_state`` is
+    ``RnnState(h, c)`` of ``[N, B, H]`` (``None``: zeros).  Returns ``pi``
+    ``[..., output_size]`` and ``v`` ``[...]`` with the input's leading dims, and
+    ``next_rnn_state`` as ``RnnState`` of ``[N, B, H]``.
 
     Args:
         image_shape: ``(C, H, W)`` of one observation.
