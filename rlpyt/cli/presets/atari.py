@@ -51,8 +51,9 @@ ATARI_PRESETS: dict[str, Preset] = {
         # 2.5e-4 annealed to 0 (Adam epsilon 1e-5), discount 0.99, GAE lambda 0.95, clip
         # 0.1 kept fixed, entropy 0.01, gradient clip 0.5.  Sample Factory's Atari
         # defaults (the same values otherwise) add what learns Pong several times faster
-        # per frame here (docs/notes/pong.md): each pixel normalised by its running
-        # statistics, returns normalised for the value head, whose clipped loss has
+        # per frame here (docs/notes/pong.md; the pixel normalization carries the gain):
+        # each pixel normalised by its running statistics, returns normalised for the
+        # value head, whose clipped loss has
         # Sample Factory's weight (0.5 on the squared error: 1.0 here, where the loss
         # has its own 1/2) and clip (1.0 in normalised units).  The network is the PPO
         # paper's (A3C's), not the Nature net: PPO's 4 epochs make the learner the
