@@ -53,9 +53,9 @@ ATARI_PRESETS: dict[str, Preset] = {
         # defaults (the same values otherwise) add what learns Pong several times faster
         # per frame here (docs/notes/pong.md; the pixel normalization carries the gain):
         # each pixel normalised by its running statistics, returns normalised for the
-        # value head, whose clipped loss has
-        # Sample Factory's weight (0.5 on the squared error: 1.0 here, where the loss
-        # has its own 1/2) and clip (1.0 in normalised units).  The network is the PPO
+        # value head, whose clipped loss has Sample Factory's weight (0.5 on the squared
+        # error: 1.0 here, where the loss has its own 1/2) and clip (1.0 in normalised
+        # units).  The network is the PPO
         # paper's (A3C's), not the Nature net: PPO's 4 epochs make the learner the
         # bottleneck on CPUs, and this net trains 1.6x the frames a second.
         algo_kwargs=dict(discount=0.99, gae_lambda=0.95, learning_rate=2.5e-4, ratio_clip=0.1,
