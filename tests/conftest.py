@@ -1,6 +1,7 @@
 """Project-wide test set-up."""
 
 import os
+import platform
 
 import pytest
 import torch
@@ -35,3 +36,41 @@ def pytest_collection_modifyitems(config, items):
     rest in file order after them: pytest-xdist hands tests out in this order, so the two
     workers end together instead of one running a long test alone at the end."""
     items.sort(key=lambda item: not _runs_long(item))
+
+
+def machine_line() -> str:
+    """What a failure report needs to say about the machine: the kernels torch picked
+    (``ATEN_CPU_CAPABILITY`` forces them), the cores this run may use, the CPU."""
+    capability = torch.backends.cpu.get_cpu_capability()
+    forced = os.environ.get("ATEN_CPU_CAPABILITY")
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return (f"machine: torch {torch.__version__}, CPU capability {capability}"
+            f"{f' (ATEN_CPU_CAPABILITY={forced})' if forced else ''}, {usable} of "
+            f"{os.cpu_count()} cores usable, {cpu_model()}, {platform.machine()}, "
+            f"Python {platform.python_version()}")
+
+
+def cpu_model() -> str:
+    """The CPU's name with its vendor, family and model numbers (a virtual machine's
+    name alone can be generic; MKL picks its kernels by vendor and model)."""
+    fields = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if not key.strip():
+                    break  # The first processor's block is enough.
+                fields[key.strip()] = value.strip()
+    except OSError:
+        return platform.processor() or "CPU model unknown"
+    return (f"{fields.get('model name', 'CPU model unknown')} ({fields.get('vendor_id', '?')} "
+            f"family {fields.get('cpu family', '?')} model {fields.get('model', '?')})")
+
+
+def pytest_report_header(config):
+    return machine_line()
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The machine again after the results, where a pasted failure report ends."""
+    terminalreporter.write_line(machine_line())
