@@ -123,16 +123,16 @@ def test_async_sac_learns_pendulum(tmp_path):
 
 
 @pytest.mark.learning
-@pytest.mark.timeout(1200)  # Up to 3 seeds of up to 300k steps.
+@pytest.mark.timeout(1800)  # Up to 3 seeds of up to 300k steps on a busy machine.
 def test_r2d2_learns_masked_cartpole(tmp_path):
     """Reaches 400 and holds it (mean of the next two evaluations >= 360) in 2 of 3 seeds
     under ``make learning``, 1 of 3 in ``make test`` (``examples/r2d2_masked_cartpole.py``:
-    5-step targets copied every 25 updates, as the ``r2d1`` preset, and Adam at 5e-4).
+    the ``r2d1`` preset's algorithm with per-actor epsilons).
 
-    At 1e-3 the rule failed 3 of 5 seeds (the CI run of 2026-11-27: seeds 0 and 1, 263
-    and 355 after a first 400); at 5e-4 (2026-11-27, seeds 0-5, 300k steps each) it
-    failed 1 of 6, and every seed ended its budget above 470
-    (docs/notes/r2d2_learning_rate.md)."""
+    The outcome must not depend on the machine's load, which changes which parameters
+    act on which batch: with epsilons annealed over 5k steps and Adam at 5e-4 the rule
+    failed most seeds on a loaded machine; with the preset's 30k steps and 1e-3 it
+    holds in most seeds, loaded or not (docs/notes/r2d2_learning_rate.md)."""
     example = load_example("r2d2_masked_cartpole")
 
     def build(seed, RunnerCls):
