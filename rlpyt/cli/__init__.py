@@ -3,7 +3,8 @@
 Errors print one line on stderr (``rlpyt train: error: ...``), the cause first: for a
 failure in another process (a sampler worker, a SyncRl rank, the async sampler), that
 process's exception type and message, then where it happened.  The exit code is 2 (bad
-input, found before anything ran) or 1 (a failure during the run).  The full traceback
+input, found before anything ran) or 1 (a failure during the run, a run file that
+could not be written among them: ``StorageWriteError`` names it and its cause).  The full traceback
 goes to the run's ``debug.log``; ``--debug`` (or the environment variable
 ``RLPYT_DEBUG=1``) shows it on stderr instead.
 """
@@ -14,6 +15,8 @@ import argparse
 import os
 import re
 import sys
+
+from rlpyt.utils.logging.run_dir import StorageWriteError
 
 __all__ = ["main"]
 
@@ -89,7 +92,8 @@ def _main(argv: list[str] | None) -> int:
         print(f"rlpyt {args.command}: error: {_one_line(e)} (--debug shows the traceback)",
               file=sys.stderr)
         bad_input = isinstance(e, (ValueError, TypeError, LookupError, OSError))
-        return 2 if bad_input and not isinstance(e, FloatingPointError) else 1
+        during_run = isinstance(e, (FloatingPointError, StorageWriteError))
+        return 2 if bad_input and not during_run else 1
 
 
 def _debug(args) -> bool:

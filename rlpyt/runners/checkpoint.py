@@ -11,7 +11,11 @@ Atomicity: everything is written into ``itr_<N>.tmp-<pid>/``, flushed to disk, a
 the directory is then renamed to ``itr_<N>`` (a rename is atomic on POSIX file
 systems).  Only then are older checkpoints deleted.  A kill at any moment leaves
 either the previous complete checkpoint or the new one; ``latest_checkpoint``
-ignores ``*.tmp-*`` leftovers, and the next save removes them.
+ignores ``*.tmp-*`` leftovers, and the next save removes them.  A write that fails (no
+space, a read-only folder, a quota) removes its partial directory and raises
+``StorageWriteError`` naming the checkpoint, the cause and the last complete
+checkpoint; a ``state.pt`` that cannot be loaded raises ``CheckpointUnreadableError``
+naming the file.
 
 The helpers for RNG and (serial) sampler state live here too, so that every runner
 (``MinibatchRl``, ``AsyncRl``, ``SyncRl``) checkpoints the same way.
@@ -31,6 +35,8 @@ import torch
 from rlpyt.utils.logging.run_dir import (
     CHECKPOINT_DIR,
     STATE_FILE,
+    CheckpointUnreadableError,
+    StorageWriteError,
     latest_checkpoint,
     list_checkpoints,
 )
@@ -73,18 +79,25 @@ def save_checkpoint(run_dir: str, itr: int, state: dict, replay_buffer=None,
             the whole set appears at once (``SyncRl``'s other ranks).
     """
     root = os.path.join(run_dir, CHECKPOINT_DIR)
-    os.makedirs(root, exist_ok=True)
-    _remove_partial(root)
     final = os.path.join(root, f"itr_{itr}")
     tmp = f"{final}.tmp-{os.getpid()}"
-    os.makedirs(tmp)
-    _write_files(tmp, state, replay_buffer)
-    for name, part in (parts or {}).items():
-        os.rename(part, os.path.join(tmp, name))
-    if os.path.exists(final):  # The same iteration saved again (e.g. a final save).
-        shutil.rmtree(final)
-    os.rename(tmp, final)
-    _fsync_dir(root)
+    try:
+        os.makedirs(root, exist_ok=True)
+        _remove_partial(root)
+        os.makedirs(tmp)
+        _write_files(tmp, state, replay_buffer)
+        for name, part in (parts or {}).items():
+            os.rename(part, os.path.join(tmp, name))
+        if os.path.exists(final):  # The same iteration saved again (e.g. a final save).
+            shutil.rmtree(final)
+        os.rename(tmp, final)
+        _fsync_dir(root)
+    except OSError as error:
+        shutil.rmtree(tmp, ignore_errors=True)
+        last = latest_checkpoint(run_dir)
+        note = (f"; the last complete checkpoint is {last}" if last else
+                "; no complete checkpoint was written before")
+        raise StorageWriteError("checkpoint", final, error, note) from error
     for _itr, path in list_checkpoints(run_dir)[:-max(1, keep)]:
         shutil.rmtree(path, ignore_errors=True)
     return final
@@ -95,23 +108,52 @@ def write_part(run_dir: str, itr: int, state: dict, replay_buffer=None) -> str:
     run's checkpoint folder; returns it, for the process that calls ``save_checkpoint``
     with ``parts``.  A part whose writer died is removed like any partial save."""
     root = os.path.join(run_dir, CHECKPOINT_DIR)
-    os.makedirs(root, exist_ok=True)
     tmp = os.path.join(root, f"itr_{itr}.part.tmp-{os.getpid()}")
-    if os.path.exists(tmp):
-        shutil.rmtree(tmp)
-    os.makedirs(tmp)
-    _write_files(tmp, state, replay_buffer)
+    try:
+        os.makedirs(root, exist_ok=True)
+        if os.path.exists(tmp):
+            shutil.rmtree(tmp)
+        os.makedirs(tmp)
+        _write_files(tmp, state, replay_buffer)
+    except OSError as error:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise StorageWriteError("this rank's part of checkpoint", tmp, error) from error
     return tmp
 
 
 def _write_files(directory: str, state: dict, replay_buffer) -> None:
     with open(os.path.join(directory, STATE_FILE), "wb") as f:
-        torch.save(state, f)
+        writer = _RecordingWriter(f)
+        try:
+            torch.save(state, writer)
+        except RuntimeError:
+            if writer.error is None:
+                raise
+            raise writer.error from None
         _flush(f)
     if replay_buffer is not None:
         with open(os.path.join(directory, REPLAY_FILE), "wb") as f:
             replay_buffer.save_state(f)
             _flush(f)
+
+
+class _RecordingWriter:
+    """A binary file's ``write`` and ``flush`` that keep the first ``OSError``: torch's
+    zip writer turns a failed write into a RuntimeError of its own, without the
+    system's reason (no space left, a quota)."""
+
+    def __init__(self, f):
+        self._f, self.error = f, None
+
+    def write(self, data) -> int:
+        try:
+            return self._f.write(data)
+        except OSError as error:
+            self.error = self.error or error
+            raise
+
+    def flush(self) -> None:
+        self._f.flush()
 
 
 def load_checkpoint(path: str) -> dict:
@@ -124,9 +166,19 @@ def load_checkpoint(path: str) -> dict:
                 f"{CHECKPOINT_DIR}/itr_<N>/{STATE_FILE} below it"
             )
         path = latest
-    with open(os.path.join(path, STATE_FILE), "rb") as f:
-        # Our own files: they hold numpy RNG states and pickled envs, not only tensors.
-        state = torch.load(f, map_location="cpu", weights_only=False)
+    file = os.path.join(path, STATE_FILE)
+    try:
+        with open(file, "rb") as f:
+            # Our own files: they hold numpy RNG states and pickled envs, not only tensors.
+            state = torch.load(f, map_location="cpu", weights_only=False)
+    except (RuntimeError, pickle.UnpicklingError, EOFError, ValueError) as error:
+        raise CheckpointUnreadableError(
+            f"checkpoint {file} is unreadable ({type(error).__name__}: "
+            f"{' '.join(str(error).split())[:200]}): it is truncated or not a checkpoint"
+        ) from error
+    if not isinstance(state, dict):
+        raise CheckpointUnreadableError(f"checkpoint {file} holds a {type(state).__name__}, "
+                                        f"not a checkpoint's state")
     state["_path"] = path
     return state
 

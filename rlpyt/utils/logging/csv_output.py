@@ -9,10 +9,13 @@ cost per row stays constant.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
 from collections.abc import Mapping
 from typing import Any
+
+from rlpyt.utils.logging.run_dir import StorageWriteError
 
 __all__ = ["CsvOutput"]
 
@@ -38,11 +41,22 @@ class CsvOutput:
             open(path, "w").close()
 
     def write_row(self, row: Mapping[str, Any]) -> None:
-        new_keys = [k for k in row if k not in self.fieldnames]
-        if new_keys:
-            self._widen(self.fieldnames + new_keys)
-        with open(self.path, "a", newline="") as f:
-            csv.DictWriter(f, fieldnames=self.fieldnames, restval="").writerow(row)
+        """Append ``row``; a write that fails (``StorageWriteError``) leaves the file as
+        it was before, with no half-written row."""
+        try:
+            new_keys = [k for k in row if k not in self.fieldnames]
+            if new_keys:
+                self._widen(self.fieldnames + new_keys)
+            size = os.path.getsize(self.path) if os.path.exists(self.path) else 0
+            try:
+                with open(self.path, "a", newline="") as f:
+                    csv.DictWriter(f, fieldnames=self.fieldnames, restval="").writerow(row)
+            except OSError:
+                with contextlib.suppress(OSError), open(self.path, "r+b") as f:
+                    f.truncate(size)
+                raise
+        except OSError as error:
+            raise StorageWriteError("the log row of", self.path, error) from error
 
     def n_rows(self) -> int:
         """Data rows in the file (the header not counted)."""
@@ -72,9 +86,14 @@ class CsvOutput:
             with open(self.path, newline="") as f:
                 old_rows = list(csv.DictReader(f))
         tmp = self.path + ".tmp"
-        with open(tmp, "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=fieldnames, restval="")
-            writer.writeheader()
-            writer.writerows(old_rows)
+        try:
+            with open(tmp, "w", newline="") as f:
+                writer = csv.DictWriter(f, fieldnames=fieldnames, restval="")
+                writer.writeheader()
+                writer.writerows(old_rows)
+        except OSError:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+            raise
         os.replace(tmp, self.path)
         self.fieldnames = fieldnames

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from rlpyt.utils.logging.csv_output import CsvOutput
+from rlpyt.utils.logging.run_dir import StorageWriteError
 
 __all__ = [
     "SNAPSHOT_MODES",
@@ -364,9 +365,16 @@ def _format_line(s: str, with_prefix: bool, with_timestamp: bool) -> str:
 
 
 def _write_text(line: str) -> None:
-    for f in _text_outputs.values():
-        f.write(line + "\n")
-        f.flush()
+    for name, f in list(_text_outputs.items()):
+        try:
+            f.write(line + "\n")
+            f.flush()
+        except OSError as error:
+            # Dropped, so that the lines logged while the run stops do not fail again.
+            del _text_outputs[name]
+            with contextlib.suppress(OSError):
+                f.close()
+            raise StorageWriteError("the log", name, error) from error
 
 
 # ---------------------------------------------------------------- tabular

@@ -20,9 +20,9 @@ from __future__ import annotations
 import os
 import re
 
-__all__ = ["CHECKPOINT_DIR", "RUN_FILES", "RunDirExistsError", "RunDirLockedError", "RunLock",
-           "check_run_dir_free", "latest_checkpoint", "list_checkpoints", "next_run_id",
-           "run_files_in"]
+__all__ = ["CHECKPOINT_DIR", "RUN_FILES", "CheckpointUnreadableError", "RunDirExistsError",
+           "RunDirLockedError", "RunLock", "StorageWriteError", "check_run_dir_free",
+           "latest_checkpoint", "list_checkpoints", "next_run_id", "run_files_in"]
 
 LOCK_FILE = ".lock"
 # Whole-run checkpoints (written by rlpyt.runners.checkpoint): <run_dir>/checkpoints/itr_<N>/
@@ -53,6 +53,26 @@ def latest_checkpoint(run_dir: str) -> str | None:
     """Path of the newest complete checkpoint of ``run_dir``, or None."""
     found = list_checkpoints(run_dir)
     return found[-1][1] if found else None
+
+
+class StorageWriteError(OSError):
+    """A run's file could not be written (no space left, a read-only folder, a quota):
+    ``what`` and ``path`` say which, ``cause`` is the system's reason.  The partial file
+    has been removed and earlier complete files are intact."""
+
+    def __init__(self, what: str, path: str, cause: BaseException, note: str = ""):
+        errno = getattr(cause, "errno", None)
+        reason = os.strerror(errno) if errno else (str(cause) or type(cause).__name__)
+        super().__init__(errno, f"could not write {what} {path}: {reason}{note}")
+        self.path, self.cause = path, cause
+
+    def __str__(self) -> str:
+        return self.strerror
+
+
+class CheckpointUnreadableError(RuntimeError):
+    """A checkpoint's ``state.pt`` exists but cannot be loaded (truncated, or not a
+    checkpoint at all); the message names the file and the loader's reason."""
 
 
 class RunDirExistsError(FileExistsError):
