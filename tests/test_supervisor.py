@@ -191,3 +191,52 @@ def test_a_hung_childs_stack_is_read_over_its_pipe():
     assert "_stuck_in_native_code" in stack, stack
     stop_processes([proc], QUICK)
     assert read_stack(proc.pid, reader) == "(the process is gone)"
+
+
+class _SignalsItselfOnCollection:
+    """Sends this process SIGTERM from ``__del__``, where Python prints the handler's
+    exception as ignored and goes on (as in the import system's weakref callbacks)."""
+
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(1000):  # The handler runs between these bytecodes.
+            pass
+
+
+def _swallow_a_sigterm() -> None:
+    _SignalsItselfOnCollection()  # Collected at once: the signal lands in __del__.
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_sigterm_swallowed_where_it_landed_is_raised_again():
+    from rlpyt.utils.supervisor import SignalInterrupt, interrupt_on_sigterm, raise_if_stopped
+
+    with interrupt_on_sigterm():
+        _swallow_a_sigterm()  # No exception here: it was ignored inside __del__.
+        with pytest.raises(SignalInterrupt, match="SIGTERM") as raised:
+            raise_if_stopped()
+        assert raised.value.signum == signal.SIGTERM
+    raise_if_stopped()  # Outside the block nothing is pending.
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_run_stops_on_a_swallowed_sigterm_before_its_next_iteration(tmp_path):
+    from rlpyt.agents.pg.categorical import CategoricalPgAgent
+    from rlpyt.algos.pg.ppo import PPO
+    from rlpyt.envs.gym import make
+    from rlpyt.runners.minibatch_rl import MinibatchRl
+    from rlpyt.samplers.serial.sampler import SerialSampler
+    from rlpyt.utils.supervisor import SignalInterrupt, interrupt_on_sigterm
+
+    sampler = SerialSampler(EnvCls=make, env_kwargs=dict(id="CartPole-v1"), batch_T=16,
+                            batch_B=2, max_decorrelation_steps=0)
+    runner = MinibatchRl(PPO(), CategoricalPgAgent(), sampler, n_steps=10_000, seed=0,
+                         log_interval_steps=1_000)
+    trained = []
+    train_itr = runner._train_itr
+    runner._train_itr = lambda itr: (trained.append(itr), train_itr(itr))
+    with interrupt_on_sigterm():
+        _swallow_a_sigterm()
+        with pytest.raises(SignalInterrupt):
+            runner.train()
+    assert trained == []  # Stopped before its first iteration, not after 10k steps.

@@ -24,6 +24,7 @@ from rlpyt.samplers.async_.control import ThrottleSpec
 from rlpyt.utils.logging import logger
 from rlpyt.utils.process import granted_cpus
 from rlpyt.utils.seed import make_seed, set_seed
+from rlpyt.utils.supervisor import raise_if_stopped
 
 __all__ = ["AsyncRlBase", "AsyncRunError"]
 
@@ -229,6 +230,7 @@ class AsyncRlBase(MinibatchRlBase):
     def _optimize_until_done(self) -> None:
         control, throttle = self.control, self.throttle
         while not self._stopping:
+            raise_if_stopped()
             self._check_faults()
             self._read_messages()
             appended = control.appended.value

@@ -23,6 +23,7 @@ from rlpyt.runners.preflight import check_before_start
 from rlpyt.utils.interrupt import DeferredInterrupt
 from rlpyt.utils.logging import logger
 from rlpyt.utils.seed import make_seed, set_seed
+from rlpyt.utils.supervisor import raise_if_stopped
 
 __all__ = ["TIME_KEYS", "MinibatchRl", "MinibatchRlBase", "MinibatchRlEval",
            "resume_is_complete"]
@@ -124,6 +125,7 @@ class MinibatchRlBase(BaseRunner):
             # the plain Ctrl-C (a snapshot, no checkpoint).
             with ctrl_c if self.world_size == 1 else contextlib.nullcontext():
                 for itr in range(start_itr, n_itr):
+                    raise_if_stopped()
                     self._train_itr(itr)
                     stop = False
                     if self._is_log_itr(itr):

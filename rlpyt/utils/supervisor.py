@@ -64,6 +64,7 @@ __all__ = [
     "kill_processes",
     "kill_psutil_processes",
     "process_alive",
+    "raise_if_stopped",
     "read_stack",
     "release_fork_server",
     "signal_processes",
@@ -403,23 +404,44 @@ class SignalInterrupt(KeyboardInterrupt):
         self.signum = int(signum)
 
 
+_stop_signal: int | None = None  # The SIGTERM received inside interrupt_on_sigterm.
+
+
 @contextlib.contextmanager
 def interrupt_on_sigterm() -> Iterator[None]:
     """Within the block, SIGTERM raises ``SignalInterrupt`` in the main thread (outside
-    the main thread, or where SIGTERM is ignored, nothing changes)."""
+    the main thread, or where SIGTERM is ignored, nothing changes).
+
+    The signal is also recorded for ``raise_if_stopped``: Python delivers the exception
+    at whatever bytecode runs when the signal lands, and where that is a weakref
+    callback or a ``__del__`` (the import system's module locks have one) the exception
+    is printed as ignored and the program goes on."""
+    global _stop_signal
     if threading.current_thread() is not threading.main_thread() or \
             signal.getsignal(signal.SIGTERM) == signal.SIG_IGN:
         yield
         return
 
     def on_sigterm(signum, frame):
+        global _stop_signal
+        _stop_signal = signum
         raise SignalInterrupt(signum)
 
+    _stop_signal = None
     previous = signal.signal(signal.SIGTERM, on_sigterm)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        _stop_signal = None
+
+
+def raise_if_stopped() -> None:
+    """Raise ``SignalInterrupt`` again for a SIGTERM whose first one was swallowed where
+    it landed (``interrupt_on_sigterm``); the training loops call it once an iteration,
+    where an exception always propagates."""
+    if _stop_signal is not None:
+        raise SignalInterrupt(_stop_signal)
 
 
 def exit_now(code: int) -> None:
