@@ -60,11 +60,28 @@ def test_td3_random_start_is_the_papers_per_env():
     """The TD3 paper: 10k random steps on HalfCheetah and Ant, 1k elsewhere."""
     for env_id, start in [("HalfCheetah-v5", 10_000), ("Ant-v5", 10_000), ("Hopper-v5", 1_000),
                           ("Walker2d-v4", 1_000)]:
-        for algo in ("td3", "ddpg"):
-            assert _config("--algo", algo, "--env", env_id)["algo"]["min_steps_learn"] == start
+        assert _config("--algo", "td3", "--env", env_id)["algo"]["min_steps_learn"] == start
     td3 = _config("--algo", "td3", "--env", "Hopper-v5")
     assert td3["agent"]["model_kwargs"]["hidden_sizes"] == [400, 300]
     assert (td3["algo"]["batch_size"], td3["algo"]["learning_rate"]) == (100, 1e-3)
+
+
+def test_ddpg_preset_is_tianshous_benchmark():
+    """examples/mujoco/mujoco_ddpg.py: 256-256 networks, Adam 1e-3 for both, batch 256,
+    one update per env step, tau 0.005, N(0, 0.1) exploration, 25k random steps on every
+    task, one-step targets, policy and targets updated every step."""
+    for env_id in ("HalfCheetah-v5", "Hopper-v5"):
+        config = _config("--algo", "ddpg", "--env", env_id)
+        algo, agent = config["algo"], config["agent"]
+        assert (algo["learning_rate"], algo["q_learning_rate"], algo["batch_size"],
+                algo["replay_ratio"], algo["min_steps_learn"], algo["target_update_tau"],
+                algo["discount"]) == (1e-3, 1e-3, 256, 256, 25_000, 0.005, 0.99)
+        assert (algo["policy_update_interval"], algo["target_update_interval"],
+                algo.get("n_step_return", 1)) == (1, 1, 1)
+        assert agent["model_kwargs"]["hidden_sizes"] == [256, 256]
+        assert agent["q_model_kwargs"]["hidden_sizes"] == [256, 256]
+        assert (agent["action_std"], agent["pretrain_std"]) == (0.1, "uniform")
+        assert "Tianshou" in MUJOCO_PRESETS["ddpg"].source
 
 
 def test_a_flag_still_wins_over_the_per_env_value():

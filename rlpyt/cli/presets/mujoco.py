@@ -68,14 +68,21 @@ MUJOCO_PRESETS: dict[str, Preset] = {
         algo="rlpyt.algos.qpg.ddpg:DDPG",
         agents={"continuous": "rlpyt.agents.qpg.ddpg_agent:DdpgAgent"},
         env="HalfCheetah-v5",
-        # The TD3 paper's re-tuned DDPG ("Our DDPG"): TD3's networks, optimizer, batch and
-        # exploration, one critic, policy and targets updated every step.
-        algo_kwargs=dict(_TD3_PAPER, policy_update_interval=1, target_update_interval=1),
-        agent_kwargs=dict(_TD3_NETWORKS, action_std=0.1, pretrain_std="uniform"),
+        # Tianshou's MuJoCo benchmark (examples/mujoco/mujoco_ddpg.py, the settings of its
+        # published 10-seed curves): 256-256 networks, Adam 1e-3 for actor and critic,
+        # batch 256, one update per env step, tau 0.005, exploration N(0, 0.1) in action
+        # units, 25k uniformly random steps before learning (which Tianshou's step count
+        # leaves out: its 100k is 125k env steps here), one-step targets.
+        algo_kwargs=dict(discount=0.99, batch_size=256, replay_ratio=256,
+                         min_steps_learn=25_000, replay_size=1_000_000,
+                         target_update_tau=0.005, learning_rate=1e-3, q_learning_rate=1e-3,
+                         policy_update_interval=1, target_update_interval=1),
+        agent_kwargs=dict(model_kwargs=dict(hidden_sizes=[256, 256]),
+                          q_model_kwargs=dict(hidden_sizes=[256, 256]), action_std=0.1,
+                          pretrain_std="uniform"),
         sampler_kwargs=_OFF_POLICY_SAMPLER,
         runner_kwargs=_OFF_POLICY_RUNNER,
-        env_overrides=_TD3_LONG_START,
-        source="the TD3 paper's DDPG ('Our DDPG'), Fujimoto et al. 2018",
+        source="Tianshou's MuJoCo DDPG benchmark (examples/mujoco/mujoco_ddpg.py)",
         description="Deep Deterministic Policy Gradient",
     ),
     "ppo": Preset(
