@@ -7,6 +7,8 @@ import pytest
 import torch
 from test_sampler_faults import leak_check  # noqa: F401  (a fixture for other fault tests)
 
+from rlpyt.utils.process import available_cpus
+
 # Tiny tensors run ~10x slower with intra-op threads on a loaded 2-core machine, and
 # pytest-xdist already runs one worker per core.
 torch.set_num_threads(1)
@@ -43,7 +45,7 @@ def machine_line() -> str:
     (``ATEN_CPU_CAPABILITY`` forces them), the cores this run may use, the CPU."""
     capability = torch.backends.cpu.get_cpu_capability()
     forced = os.environ.get("ATEN_CPU_CAPABILITY")
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    usable = len(available_cpus())
     return (f"machine: torch {torch.__version__}, CPU capability {capability}"
             f"{f' (ATEN_CPU_CAPABILITY={forced})' if forced else ''}, {usable} of "
             f"{os.cpu_count()} cores usable, {cpu_model()}, {platform.machine()}, "

@@ -4,9 +4,9 @@ Errors print one line on stderr (``rlpyt train: error: ...``), the cause first: 
 failure in another process (a sampler worker, a SyncRl rank, the async sampler), that
 process's exception type and message, then where it happened.  The exit code is 2 (bad
 input, found before anything ran) or 1 (a failure during the run, a run file that
-could not be written among them: ``StorageWriteError`` names it and its cause).  The full traceback
-goes to the run's ``debug.log``; ``--debug`` (or the environment variable
-``RLPYT_DEBUG=1``) shows it on stderr instead.
+could not be written among them: ``StorageWriteError`` names it and its cause).  The
+full traceback goes to the run's ``debug.log``; ``--debug`` (or the environment
+variable ``RLPYT_DEBUG=1``) shows it on stderr instead.
 """
 
 from __future__ import annotations
