@@ -228,9 +228,9 @@ def _preset_config(algo: str, env_id: str) -> dict:
         sampler=copy.deepcopy(preset.sampler_kwargs),
         runner=copy.deepcopy(preset.runner_kwargs),
     )
-    name = env_id.split("/")[-1].rsplit("-v", 1)[0]
-    for part, values in preset.env_overrides.get(name, {}).items():
-        config[part].update(copy.deepcopy(values))
+    for part, values in preset.overrides_for(env_id).items():
+        if part != "source":
+            config[part].update(copy.deepcopy(values))
     return config
 
 
@@ -426,7 +426,8 @@ def _log_preset(config: dict) -> None:
     env_id = config["env"]["id"]
     family = env_family(env_id)
     preset = preset_for(config["algo_name"], env_id)
-    source = f", values from {preset.source}" if preset.source else ""
+    source = preset.source_for(env_id)
+    source = f", values from {source}" if source else ""
     logger.log(f"Preset: {config['algo_name']} for {family} ids{source}.")
     if family == "atari":
         from rlpyt.envs.atari.ids import atari_protocol

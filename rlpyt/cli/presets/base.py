@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 
-__all__ = ["Preset", "import_path"]
+__all__ = ["Preset", "env_name", "import_path"]
 
 
 def import_path(path: str):
@@ -27,7 +27,8 @@ class Preset:
             rewards for R2D2's value rescaling), over the family's own (default none).
         env_overrides: per env name (the id without its version, e.g. ``"HalfCheetah"``),
             keyword defaults that differ from the family's, as
-            ``{"algo": {...}, "agent": {...}, ...}`` (default none).
+            ``{"algo": {...}, "agent": {...}, ...}``, and a ``"source"`` string where
+            they come from elsewhere than ``source`` (default none).
         source: where the values come from, printed when a run starts.
         description: one line for ``rlpyt train --help``.
         torch_threads: torch threads of the main process when ``--torch-threads`` is not
@@ -49,3 +50,16 @@ class Preset:
     source: str = ""
     description: str = ""
     torch_threads: int | None = 1
+
+    def overrides_for(self, env_id: str) -> dict:
+        """The ``env_overrides`` entry of ``env_id`` (``{}`` when it has none)."""
+        return self.env_overrides.get(env_name(env_id), {})
+
+    def source_for(self, env_id: str) -> str:
+        """Where the values for ``env_id`` come from."""
+        return self.overrides_for(env_id).get("source", self.source)
+
+
+def env_name(env_id: str) -> str:
+    """An env id without its namespace and version: ``"ALE/Pong-v5"`` -> ``"Pong"``."""
+    return env_id.split("/")[-1].rsplit("-v", 1)[0]
