@@ -99,6 +99,24 @@ def test_config_file_restarts_from_a_saved_run(default_run, tmp_path, capture_ru
     assert runner.algo.epochs == 1 and runner.seed == 5 and runner.sampler.batch_spec.T == 16
 
 
+def test_a_class_keyword_takes_an_import_path(tmp_path, capture_runner, capsys):
+    """``--algo.OptimCls torch.optim.SGD`` (and ``module:Name``) names the class; a path
+    that does not import exits 2 naming the keyword and the path."""
+    for n, path in enumerate(["torch.optim.SGD", "torch.optim:RMSprop"]):
+        assert main(["train", "--n-steps", "300", "--log-dir", str(tmp_path / f"ok{n}"),
+                     "--algo.OptimCls", path]) == 0
+    assert [type(r.algo.optimizer) for r in capture_runner] == [torch.optim.SGD,
+                                                               torch.optim.RMSprop]
+    assert read_params(tmp_path / "ok0" / "run_0")["config"]["algo"]["OptimCls"] == \
+        "torch.optim.SGD"  # the config keeps the path, so --config reruns it
+    capsys.readouterr()
+    assert main(["train", "--n-steps", "300", "--log-dir", str(tmp_path / "bad"),
+                 "--algo.OptimCls", "torch.optim.Sgd"]) == 2
+    err = capsys.readouterr().err
+    assert "algo.OptimCls='torch.optim.Sgd' does not import" in err, err
+    assert not os.path.exists(tmp_path / "bad" / "run_0")
+
+
 @pytest.mark.parametrize(
     "args, expected",
     [

@@ -335,6 +335,14 @@ def test_gaussian_clip_noise_clip_and_squash_bound_samples():
     assert (dist.sample(big) - mean).abs().max() <= 0.05 + 1e-6
 
 
+def test_gaussian_mode_is_the_mean_bounded_as_samples_are():
+    mean = torch.tensor([[0.5, -3.0, 2.0]])
+    info = DistInfoStd(mean, torch.zeros(1, 3))
+    assert torch.equal(Gaussian(3).mode(info), mean)
+    assert torch.equal(Gaussian(3, clip=1.0).mode(info), torch.tensor([[0.5, -1.0, 1.0]]))
+    assert torch.equal(Gaussian(3, squash=2.0).mode(info), 2.0 * torch.tanh(mean))
+
+
 def test_gaussian_sample_is_reparameterised():
     mean = torch.zeros(2, 3, requires_grad=True)
     Gaussian(3).sample(DistInfoStd(mean, torch.zeros(2, 3))).sum().backward()

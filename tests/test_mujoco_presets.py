@@ -7,6 +7,7 @@ import argparse
 import csv
 
 import pytest
+import torch
 
 pytest.importorskip("mujoco")
 
@@ -82,6 +83,31 @@ def test_ddpg_preset_is_tianshous_benchmark():
         assert agent["q_model_kwargs"]["hidden_sizes"] == [256, 256]
         assert (agent["action_std"], agent["pretrain_std"]) == (0.1, "uniform")
         assert "Tianshou" in MUJOCO_PRESETS["ddpg"].source
+
+
+def test_a2c_preset_is_the_zoos_mujoco_a2c():
+    """rl-baselines3-zoo a2c.yml (MuJoCo ids): SB3's A2C defaults (one env, 5 steps,
+    RMSprop 7e-4 with alpha 0.99 and eps 1e-5, GAE lambda 1, vf_coef 0.5 on the mean
+    squared error, no entropy, clip 0.5, no advantage normalization, 64-64 tanh MlpPolicy
+    with log std 0) under VecNormalize (observations and rewards), evaluated with the
+    mean action."""
+    from rlpyt.cli.train import build_components
+
+    config = _config("--algo", "a2c", "--env", "HalfCheetah-v5")
+    algo, agent, sampler = config["algo"], config["agent"], config["sampler"]
+    assert (algo["learning_rate"], algo["discount"], algo["gae_lambda"],
+            algo["entropy_loss_coeff"], algo["clip_grad_norm"]) == (7e-4, 0.99, 1.0, 0.0, 0.5)
+    assert algo["value_loss_coeff"] == 1.0  # x our 0.5 (V - R)^2 = SB3's 0.5 x MSE
+    assert algo["normalize_advantage"] is False and algo["normalize_rewards"] is True
+    assert algo.get("normalize_returns", False) is False
+    assert (sampler["batch_T"], sampler["batch_B"]) == (5, 1)
+    assert agent["model_kwargs"] == dict(hidden_sizes=[64, 64], normalize_observation=True)
+    assert agent["eval_deterministic"] is True
+    _, built_agent, built_algo = build_components(config)
+    assert built_algo.OptimCls is torch.optim.RMSprop
+    assert built_algo.optim_kwargs == dict(alpha=0.99, eps=1e-5)
+    assert type(built_agent).__name__ == "GaussianPgAgent"
+    assert "Zoo" in MUJOCO_PRESETS["a2c"].source
 
 
 def test_a_flag_still_wins_over_the_per_env_value():

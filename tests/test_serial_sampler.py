@@ -578,6 +578,26 @@ def test_pg_agent_step_returns_detached_outputs():
     assert step.agent_info.dist_info.log_std.shape == (3, 1)
 
 
+def test_gaussian_pg_agent_evaluates_with_its_mean_when_asked():
+    """``eval_deterministic``: evaluation acts with the mean; training still samples, and
+    so does evaluation without the flag."""
+    from rlpyt.agents.pg.gaussian import GaussianPgAgent
+
+    env = make(id="Pendulum-v1")
+    obs = torch.randn(4, *env.spaces.observation.shape)
+    for deterministic in (True, False):
+        torch.manual_seed(0)
+        agent = GaussianPgAgent(eval_deterministic=deterministic)
+        agent.initialize(env.spaces)
+        agent.eval_mode(0)
+        step = agent.step(obs, torch.zeros(4, 1), torch.zeros(4))
+        mean = step.agent_info.dist_info.mean
+        assert torch.equal(step.action, mean) == deterministic
+        agent.sample_mode(0)
+        step = agent.step(obs, torch.zeros(4, 1), torch.zeros(4))
+        assert not torch.equal(step.action, step.agent_info.dist_info.mean)
+
+
 def test_pg_agent_value_runs_the_value_part_alone_only_when_that_is_safe():
     """``agent.value`` (bootstrap values) calls the model's ``value`` method, which skips
     the policy MLP, unless a subclass overrode ``forward`` alone or the model has hooks."""

@@ -21,6 +21,7 @@ from rlpyt.cli.presets import (
     env_maker,
     import_path,
     preset_for,
+    resolve_classes,
 )
 from rlpyt.utils.logging.run_dir import next_run_id
 
@@ -414,8 +415,13 @@ def build_components(config: dict):
         sampler_kwargs.setdefault("TrajInfoCls", AtariTrajInfo)
     sampler = SamplerCls(EnvCls=import_path(env_maker(env_id)),
                          env_kwargs=dict(config["env"]), **sampler_kwargs)
-    agent = import_path(config["agent_class"])(**config["agent"])
-    algo = import_path(preset.algo)(**config["algo"])
+    try:
+        agent_kwargs = resolve_classes(config["agent"], "agent")
+        algo_kwargs = resolve_classes(config["algo"], "algo")
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    agent = import_path(config["agent_class"])(**agent_kwargs)
+    algo = import_path(preset.algo)(**algo_kwargs)
     return sampler, agent, algo
 
 

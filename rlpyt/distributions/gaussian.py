@@ -109,6 +109,10 @@ class Gaussian(Distribution):
             noise = noise.clamp(-self.noise_clip, self.noise_clip)
         return self._bound(dist_info.mean + noise)
 
+    def mode(self, dist_info) -> torch.Tensor:
+        """The most likely action: the mean, bounded (clipped or squashed) as samples are."""
+        return self._bound(dist_info.mean)
+
     def sample_loglikelihood(self, dist_info) -> tuple[torch.Tensor, torch.Tensor]:
         """A reparameterised sample (gradients flow to ``mean`` and ``log_std``, as SAC needs)
         and its log-likelihood, including the tanh correction when squashing.  ``noise_clip``

@@ -30,7 +30,16 @@ class GaussianPgAgentBase(BasePgAgent):
     Keywords as ``BaseAgent``.  With ``ModelCls=None`` the model is
     ``GaussianPgMlpModel`` (64-64 tanh MLPs for mean and value, state-independent
     log std).  Sampled actions are not clipped; envs clip to their bounds.
+
+    Args:
+        eval_deterministic: in evaluation, act with the policy's mean instead of a
+            sample (SB3's ``deterministic=True``; the RL Baselines3 Zoo's benchmark
+            evaluates so).  Training always samples (default False).
     """
+
+    def __init__(self, *args, eval_deterministic: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.eval_deterministic = bool(eval_deterministic)
 
     def default_model_cls(self):
         from rlpyt.models.pg.mlp import GaussianPgMlpModel
@@ -50,6 +59,11 @@ class GaussianPgAgentBase(BasePgAgent):
 
     def make_dist_info(self, mu, log_std):
         return DistInfoStd(mean=mu, log_std=log_std)
+
+    def select_action(self, dist_info):
+        if self.eval_deterministic and self._mode == "eval":
+            return self.distribution.mode(dist_info)
+        return self.distribution.sample(dist_info)
 
 
 class GaussianPgAgent(GaussianPgAgentBase):

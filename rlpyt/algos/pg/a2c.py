@@ -48,6 +48,11 @@ class A2C(PolicyGradientAlgo):
             targets then have unit scale whatever the rewards' (Sample Factory's
             ``normalize_returns``, on by default there).  The statistics are saved with
             the algorithm's state (default False).
+        normalize_rewards: learn from rewards divided by the running std of each env's
+            discounted return, clipped to +-10 (SB3's ``VecNormalize`` reward scaling,
+            CleanRL's MuJoCo PPO; ``rlpyt.algos.pg.reward_scaling``).  Values and
+            advantages are then in the scaled units; logged returns are not scaled.  The
+            statistics are saved with the algorithm's state (default False).
     """
 
     opt_info_fields = tuple(OptInfo._fields)
@@ -65,6 +70,7 @@ class A2C(PolicyGradientAlgo):
         gae_lambda: float = 1,
         normalize_advantage: bool = False,
         normalize_returns: bool = False,
+        normalize_rewards: bool = False,
     ):
         save__init__args(locals())
         self.optim_kwargs = dict(optim_kwargs or {})

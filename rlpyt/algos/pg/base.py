@@ -14,6 +14,7 @@ from rlpyt.agents.base import AgentInputs
 from rlpyt.algos import losses
 from rlpyt.algos.base import RlAlgorithm
 from rlpyt.algos.optim import clip_grad_norm, direct_step_for, make_optimizer
+from rlpyt.algos.pg.reward_scaling import RewardScaler
 from rlpyt.models.running_mean_std import RunningMeanStdModel
 from rlpyt.utils.buffer import buffer_method, buffer_to
 
@@ -58,6 +59,7 @@ class PolicyGradientAlgo(RlAlgorithm):
     opt_info_fields = tuple(OptInfo._fields)
     lr_scheduler = None
     return_rms: RunningMeanStdModel | None = None
+    reward_scaler: RewardScaler | None = None
 
     def initialize(
         self,
@@ -81,6 +83,8 @@ class PolicyGradientAlgo(RlAlgorithm):
         # SyncRl their update is an all-reduce, which NCCL does on CUDA tensors only.
         self.return_rms = (RunningMeanStdModel(()).to(agent.device)
                            if getattr(self, "normalize_returns", False) else None)
+        self.reward_scaler = (RewardScaler(self.discount, agent.device)
+                              if getattr(self, "normalize_rewards", False) else None)
         self.optim_initialize(rank)
 
     def optim_initialize(self, rank: int = 0) -> None:
@@ -140,6 +144,8 @@ class PolicyGradientAlgo(RlAlgorithm):
         state = super().state_dict()
         if self.return_rms is not None:
             state["return_rms"] = self.return_rms.state_dict()
+        if self.reward_scaler is not None:
+            state["reward_scaler"] = self.reward_scaler.state_dict()
         return state
 
     def load_state_dict(self, state_dict: dict) -> None:
@@ -151,6 +157,13 @@ class PolicyGradientAlgo(RlAlgorithm):
                     f"state has no 'return_rms' (saved by a run without return normalization?)"
                 )
             self.return_rms.load_state_dict(state_dict["return_rms"])
+        if self.reward_scaler is not None:
+            if "reward_scaler" not in state_dict:
+                raise KeyError(
+                    f"{type(self).__name__}.load_state_dict: normalize_rewards=True but the "
+                    f"state has no 'reward_scaler' (saved by a run without reward scaling?)"
+                )
+            self.reward_scaler.load_state_dict(state_dict["reward_scaler"])
 
     # ---- from samples to training targets ------------------------------------------
     def update_obs_normalizer(self, samples) -> None:
@@ -196,6 +209,9 @@ class PolicyGradientAlgo(RlAlgorithm):
         arrays = _numpy_views(reward, done, value, bootstrap_value, timeout, timeout_value)
         if arrays is not None:
             reward, done, value, bootstrap_value, timeout, timeout_value = arrays
+        valid = None if self.mid_batch_reset else losses.valid_from_done(done)
+        if self.reward_scaler is not None:  # before bootstrapping: values are in its units
+            reward = self.reward_scaler(reward, done, valid)
         if self.return_rms is not None:  # the value head predicts normalised returns
             value, bootstrap_value, timeout_value = (
                 self.denormalized_value(v) for v in (value, bootstrap_value, timeout_value))
@@ -205,7 +221,6 @@ class PolicyGradientAlgo(RlAlgorithm):
         advantage, return_ = losses.generalized_advantage_estimation(
             reward, value, done, bootstrap_value, self.discount, self.gae_lambda
         )
-        valid = None if self.mid_batch_reset else losses.valid_from_done(done)
         if arrays is not None:
             return_, advantage = torch.from_numpy(return_), torch.from_numpy(advantage)
             valid = None if valid is None else torch.from_numpy(valid)

@@ -127,6 +127,8 @@ class PPO(PolicyGradientAlgo):
             value move less and less while there is still much to learn.
         normalize_returns: value targets (and, with ``clip_vf_loss``, the value clip)
             in units of the returns' running std, as in ``A2C`` (default False).
+        normalize_rewards: learn from rewards scaled by the running std of the
+            discounted return, as in ``A2C`` (CleanRL's MuJoCo PPO; default False).
     """
 
     opt_info_fields = tuple(PpoOptInfo._fields)
@@ -152,6 +154,7 @@ class PPO(PolicyGradientAlgo):
         target_kl: float | None = None,
         anneal_ratio_clip: bool = True,
         normalize_returns: bool = False,
+        normalize_rewards: bool = False,
     ):
         save__init__args(locals())
         self.optim_kwargs = dict(optim_kwargs or {})

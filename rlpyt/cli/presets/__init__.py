@@ -8,7 +8,7 @@ overridden on the command line (``--algo.learning_rate 3e-4``).
 """
 
 from rlpyt.cli.presets.atari import ATARI_PRESETS
-from rlpyt.cli.presets.base import Preset, import_path
+from rlpyt.cli.presets.base import Preset, import_path, resolve_classes
 from rlpyt.cli.presets.classic import PRESETS
 from rlpyt.cli.presets.families import FAMILY_PRESETS, env_family, env_maker, preset_for
 from rlpyt.cli.presets.minatar import MINATAR_PREFIX, MINATAR_PRESETS
@@ -16,4 +16,4 @@ from rlpyt.cli.presets.mujoco import MUJOCO_PRESETS
 
 __all__ = ["ATARI_PRESETS", "FAMILY_PRESETS", "MINATAR_PREFIX", "MINATAR_PRESETS",
            "MUJOCO_PRESETS", "PRESETS", "Preset", "env_family", "env_maker", "import_path",
-           "preset_for"]
+           "preset_for", "resolve_classes"]

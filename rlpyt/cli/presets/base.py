@@ -5,13 +5,30 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 
-__all__ = ["Preset", "env_name", "import_path"]
+__all__ = ["Preset", "env_name", "import_path", "resolve_classes"]
 
 
 def import_path(path: str):
-    """``"package.module:Name"`` -> the object."""
-    module, _, name = path.partition(":")
+    """``"package.module:Name"`` (or ``"package.module.Name"``) -> the object."""
+    module, _, name = path.partition(":") if ":" in path else path.rpartition(".")
     return getattr(importlib.import_module(module), name)
+
+
+def resolve_classes(kwargs: dict, component: str) -> dict:
+    """``kwargs`` with each class keyword (a name ending in ``Cls``) given as an import
+    path (``"torch.optim.RMSprop"``, as a JSON config or ``--algo.OptimCls`` gives it)
+    replaced by the class; a ``ValueError`` naming the keyword and path if it does not
+    import."""
+    resolved = dict(kwargs)
+    for key, value in kwargs.items():
+        if key.endswith("Cls") and isinstance(value, str):
+            try:
+                resolved[key] = import_path(value)
+            except (ImportError, AttributeError, ValueError) as e:
+                raise ValueError(
+                    f"{component}.{key}={value!r} does not import ({e}); give a class path "
+                    f"such as 'torch.optim.RMSprop' or 'package.module:Name'") from None
+    return resolved
 
 
 @dataclass

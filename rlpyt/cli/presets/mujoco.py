@@ -2,9 +2,9 @@
 
 Each preset takes the settings of one published source, named in ``source`` (printed
 when a run starts) and beside the values.  Evaluation runs 10 episodes at each log row:
-the off-policy agents act with their deterministic policy (the mean action), as the TD3
-paper and Tianshou evaluate; PPO and A2C sample their policy, as the training episodes
-that CleanRL and the zoo report do.  Every value can be overridden on the command line.
+the off-policy agents and A2C act with their deterministic policy (the mean action), as
+the TD3 paper, Tianshou and the RL Baselines3 Zoo evaluate; PPO samples its policy, as
+the training episodes that CleanRL reports do.  Every value can be overridden on the command line.
 """
 
 from __future__ import annotations
@@ -113,22 +113,31 @@ MUJOCO_PRESETS: dict[str, Preset] = {
     ),
     "a2c": Preset(
         algo="rlpyt.algos.pg.a2c:A2C",
-        agents={"continuous": "rlpyt.agents.pg.mujoco:MujocoFfAgent"},
+        agents={"continuous": "rlpyt.agents.pg.gaussian:GaussianPgAgent"},
         env="HalfCheetah-v5",
-        # The RL Baselines3 Zoo's tuned A2C for the PyBullet locomotion tasks (a2c.yml,
-        # HalfCheetahBulletEnv-v0): 4 envs of 8 steps, GAE lambda 0.9, value coefficient
-        # 0.4, no entropy bonus, gradient clip 0.5, normalised observations, initial log
-        # std -2, learning rate 9.6e-4.  The zoo anneals the rate linearly and adds gSDE
-        # exploration and RMSprop, which this preset does not have (Adam, constant rate).
-        algo_kwargs=dict(discount=0.99, gae_lambda=0.9, learning_rate=9.6e-4,
-                         entropy_loss_coeff=0.0, value_loss_coeff=0.4, clip_grad_norm=0.5,
-                         normalize_advantage=False),
-        agent_kwargs=dict(model_kwargs=dict(hidden_sizes=[64, 64], init_log_std=-2.0,
-                                            normalize_observation=True)),
-        sampler_kwargs=dict(batch_T=8, batch_B=4, max_decorrelation_steps=0,
+        # The RL Baselines3 Zoo's MuJoCo A2C (a2c.yml, HalfCheetah-v3 and the other
+        # MuJoCo ids: SB3's A2C defaults with VecNormalize), the source of its published
+        # 1M-step figures: one env, 5 steps a batch, RMSprop 7e-4 (alpha 0.99, eps 1e-5),
+        # discount 0.99, GAE lambda 1, value weight 0.5 on the mean squared error (1 on
+        # our half squared error), no entropy bonus, gradient clip 0.5, no advantage
+        # normalization; separate 64-64 tanh MLPs with orthogonal init, a linear mean and
+        # a state-independent log std from 0 (SB3's MlpPolicy: GaussianPgMlpModel);
+        # observations normalised and clipped to 10, rewards scaled by the running std
+        # of the discounted return and clipped to 10 (VecNormalize); actions clipped to
+        # the bounds for the env (make's default).  The zoo evaluates with the mean
+        # action.
+        algo_kwargs=dict(discount=0.99, learning_rate=7e-4, value_loss_coeff=1.0,
+                         entropy_loss_coeff=0.0, clip_grad_norm=0.5, gae_lambda=1.0,
+                         normalize_advantage=False, normalize_rewards=True,
+                         OptimCls="torch.optim.RMSprop",
+                         optim_kwargs=dict(alpha=0.99, eps=1e-5)),
+        agent_kwargs=dict(model_kwargs=dict(hidden_sizes=[64, 64],
+                                            normalize_observation=True),
+                          eval_deterministic=True),
+        sampler_kwargs=dict(batch_T=5, batch_B=1, max_decorrelation_steps=0,
                             eval_n_envs=10, eval_max_trajectories=10),
-        runner_kwargs=dict(n_steps=2_000_000, log_interval_steps=20_000),
-        source="RL Baselines3 Zoo a2c.yml (HalfCheetahBulletEnv-v0), without gSDE",
+        runner_kwargs=dict(n_steps=1_000_000, log_interval_steps=50_000),
+        source="RL Baselines3 Zoo a2c.yml (MuJoCo: SB3's A2C with VecNormalize)",
         description="Advantage Actor-Critic (synchronous A3C)",
     ),
 }
