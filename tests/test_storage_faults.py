@@ -4,11 +4,13 @@ A write that fails (no space, a read-only folder, a quota) raises ``StorageWrite
 naming the file and the system's reason, removes what it half wrote and leaves the
 earlier complete files as they were; ``rlpyt train`` then ends with exit 1 and that one
 line.  A ``state.pt`` that cannot be loaded (truncated, or garbage) raises
-``CheckpointUnreadableError`` naming the file.
+``CheckpointUnreadableError`` naming the file; a resume from a run directory falls back
+to the previous complete checkpoint when ``checkpoint_keep`` kept one, saying so.
 """
 
 from __future__ import annotations
 
+import csv
 import errno
 import os
 import shutil
@@ -20,6 +22,7 @@ import pytest
 import torch
 
 from rlpyt.runners import checkpoint as ckpt
+from rlpyt.runners.checkpointer import Checkpointer, load_newest_readable
 from rlpyt.utils.logging import csv_output, logger
 from rlpyt.utils.logging.csv_output import CsvOutput
 from rlpyt.utils.logging.run_dir import CheckpointUnreadableError, StorageWriteError
@@ -142,6 +145,48 @@ def test_an_unreadable_checkpoint_is_named(content, tmp_path):
     assert str(raised.value).endswith("it is truncated or not a checkpoint")
 
 
+def _spoil(checkpoint: str) -> str:
+    state_file = os.path.join(checkpoint, "state.pt")
+    with open(state_file, "wb") as f:
+        f.write(b"garbage")
+    return state_file
+
+
+def test_a_resume_falls_back_past_unreadable_checkpoints_saying_so(tmp_path, capsys):
+    run_dir = str(tmp_path)
+    paths = [ckpt.save_checkpoint(run_dir, itr, _state(itr), keep=3) for itr in (3, 7, 11)]
+    assert [p for _, p in ckpt.list_checkpoints(run_dir)] == paths
+    newest = _spoil(paths[2])
+    assert load_newest_readable(run_dir)["itr"] == 7
+    out = capsys.readouterr().out
+    assert (f"Resume: checkpoint {newest} is unreadable (" in out
+            and f"falling back to the previous complete checkpoint, {paths[1]}." in out), out
+    _spoil(paths[1])
+    assert load_newest_readable(run_dir)["itr"] == 3
+    _spoil(paths[0])
+    with pytest.raises(CheckpointUnreadableError,
+                       match=r"itr_3/state\.pt is unreadable .*; and so is every earlier"):
+        load_newest_readable(run_dir)
+    # A checkpoint named by its own directory is that one or nothing.
+    with pytest.raises(CheckpointUnreadableError, match=r"itr_11/state\.pt is unreadable"):
+        load_newest_readable(paths[2])
+
+
+def test_without_an_earlier_checkpoint_the_error_says_none_is_kept(tmp_path):
+    ckpt.save_checkpoint(str(tmp_path), 1, _state(1))
+    ckpt.save_checkpoint(str(tmp_path), 2, _state(2))  # keep=1: itr_1 is deleted
+    _spoil(ckpt.latest_checkpoint(str(tmp_path)))
+    with pytest.raises(CheckpointUnreadableError,
+                       match=r"no earlier checkpoint is kept \(a run with checkpoint_keep=2"):
+        load_newest_readable(str(tmp_path))
+
+
+def test_checkpoint_keep_must_be_a_positive_integer():
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(ValueError, match=rf"checkpoint_keep={bad!r} must be an integer"):
+            Checkpointer(100, keep=bad)
+
+
 def _rlpyt(*args, cwd) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "rlpyt", *args], capture_output=True,
                           text=True, timeout=300, cwd=cwd)
@@ -162,6 +207,27 @@ def test_rlpyt_train_resume_names_an_unreadable_checkpoint(tmp_path):
     assert resumed.returncode == 1, resumed.stderr
     (line,) = resumed.stderr.strip().splitlines()
     assert f"checkpoint {state_file} is unreadable" in line, line
+
+
+def test_rlpyt_train_resume_falls_back_to_the_previous_kept_checkpoint(tmp_path):
+    """With --runner.checkpoint_keep 2 an unreadable newest checkpoint is passed over:
+    the run goes on from the one before, its progress.csv cut back to that checkpoint's
+    rows and continued without a gap or a repeat."""
+    done = _rlpyt(*_train_args(tmp_path / "runs"), "--runner.checkpoint_keep", "2",
+                  cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    run_dir = tmp_path / "runs" / "run_0"
+    kept = ckpt.list_checkpoints(str(run_dir))
+    assert len(kept) == 2
+    newest = _spoil(kept[-1][1])
+    resumed = _rlpyt("train", "--resume", str(run_dir), "--n-steps", "4096", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert (f"checkpoint {newest} is unreadable" in resumed.stdout
+            and f"falling back to the previous complete checkpoint, {kept[0][1]}"
+            in resumed.stdout), resumed.stdout
+    with open(run_dir / "progress.csv", newline="") as f:
+        steps = [int(row["CumSteps"]) for row in csv.DictReader(f)]
+    assert steps == sorted(set(steps)) and steps[-1] == 4096, steps
 
 
 @pytest.fixture

@@ -48,8 +48,8 @@ ASYNC_SAMPLERS = {
 }
 ASYNC_RUNNER = "rlpyt.runners.async_rl:AsyncRlEval"
 RUNNER_KEYWORDS = {"n_steps", "log_interval_steps", "log_traj_window",
-                   "checkpoint_interval_steps", "checkpoint_replay", "max_abs_value",
-                   "divergence"}
+                   "checkpoint_interval_steps", "checkpoint_replay", "checkpoint_keep",
+                   "max_abs_value", "divergence"}
 ASYNC_RUNNER_KEYWORDS = RUNNER_KEYWORDS | {"max_ahead", "progress_timeout"}
 
 

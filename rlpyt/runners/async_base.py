@@ -50,8 +50,8 @@ class AsyncRlBase(MinibatchRlBase):
             consumed at the replay ratio; None takes the algorithm's
             ``async_max_ahead`` if it has one, else 2.  Larger values overlap better and
             let the measured ratio wander further within a log interval.
-        checkpoint_interval_steps, checkpoint_replay, max_abs_value, divergence: as
-            ``MinibatchRl``
+        checkpoint_interval_steps, checkpoint_replay, checkpoint_keep, max_abs_value,
+            divergence: as ``MinibatchRl``
             (whole-run checkpoints at log rows, taken by the optimizer process with the
             replay read under its lock; the divergence guard). ``train(resume=...)``
             continues the optimizer's state exactly; the sampler restarts its envs.
@@ -70,7 +70,8 @@ class AsyncRlBase(MinibatchRlBase):
     def __init__(self, algo, agent, sampler, n_steps, affinity=None, seed=None,
                  log_interval_steps=1e5, log_traj_window=100, max_ahead=None,
                  checkpoint_interval_steps=None, checkpoint_replay=True, max_abs_value=None,
-                 progress_timeout=DEFAULT_PROGRESS_TIMEOUT_S, divergence="stop"):
+                 progress_timeout=DEFAULT_PROGRESS_TIMEOUT_S, divergence="stop",
+                 checkpoint_keep=1):
         if not isinstance(sampler, AsyncSamplerBase):
             raise TypeError(
                 f"{type(self).__name__} needs an asynchronous sampler from "
@@ -87,7 +88,7 @@ class AsyncRlBase(MinibatchRlBase):
                          log_traj_window=log_traj_window,
                          checkpoint_interval_steps=checkpoint_interval_steps,
                          checkpoint_replay=checkpoint_replay, max_abs_value=max_abs_value,
-                         divergence=divergence)
+                         divergence=divergence, checkpoint_keep=checkpoint_keep)
         self.affinity = affinity
         self.max_ahead = max_ahead
         self.progress_timeout = check_progress_timeout(progress_timeout)

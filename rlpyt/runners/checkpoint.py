@@ -15,7 +15,8 @@ ignores ``*.tmp-*`` leftovers, and the next save removes them.  A write that fai
 space, a read-only folder, a quota) removes its partial directory and raises
 ``StorageWriteError`` naming the checkpoint, the cause and the last complete
 checkpoint; a ``state.pt`` that cannot be loaded raises ``CheckpointUnreadableError``
-naming the file.
+naming the file (a resume passes over it to an earlier checkpoint when ``keep`` kept
+one: ``rlpyt.runners.checkpointer.load_newest_readable``).
 
 The helpers for RNG and (serial) sampler state live here too, so that every runner
 (``MinibatchRl``, ``AsyncRl``, ``SyncRl``) checkpoints the same way.

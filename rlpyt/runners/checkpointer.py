@@ -9,12 +9,14 @@ The files themselves (their layout, atomic writes, random and sampler state) are
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 
 from rlpyt.runners import checkpoint as ckpt
 from rlpyt.utils.logging import logger
+from rlpyt.utils.logging.run_dir import STATE_FILE, CheckpointUnreadableError
 
-__all__ = ["Checkpointer", "resume_is_complete"]
+__all__ = ["Checkpointer", "load_newest_readable", "resume_is_complete"]
 
 
 def resume_is_complete(state: dict, n_steps: int, itr_batch_size: int) -> bool:
@@ -38,6 +40,30 @@ def resume_is_complete(state: dict, n_steps: int, itr_batch_size: int) -> bool:
     return True
 
 
+def load_newest_readable(path: str) -> dict:
+    """The state of checkpoint directory ``path``, or of a run directory's newest
+    checkpoint that can be read: an unreadable one (``CheckpointUnreadableError``) is
+    passed over for the one before it, with a log line naming both.  A checkpoint named
+    by its own directory is loaded or fails; no other is taken in its place."""
+    kept = ckpt.list_checkpoints(path)
+    if os.path.isfile(os.path.join(path, STATE_FILE)) or not kept:
+        return ckpt.load_checkpoint(path)
+    newest_first = [p for _, p in reversed(kept)]
+    for checkpoint, previous in zip(newest_first, newest_first[1:]):
+        try:
+            return ckpt.load_checkpoint(checkpoint)
+        except CheckpointUnreadableError as error:
+            logger.log(f"Resume: {error}; falling back to the previous complete "
+                       f"checkpoint, {previous}.")
+    try:
+        return ckpt.load_checkpoint(newest_first[-1])
+    except CheckpointUnreadableError as error:
+        earlier = ("no earlier checkpoint is kept (a run with checkpoint_keep=2 or more "
+                   "keeps one to fall back to)" if len(newest_first) == 1 else
+                   "and so is every earlier checkpoint kept")
+        raise CheckpointUnreadableError(f"{error}; {earlier}") from error
+
+
 class Checkpointer:
     """Writes a run's checkpoints into its run directory and finds the one to resume.
 
@@ -46,14 +72,21 @@ class Checkpointer:
             last iteration is always checkpointed); 0: none.
         include_replay: write the algorithm's replay buffer too, so a resumed off-policy
             run continues exactly.
+        keep: newest complete checkpoints kept; with 2 or more, a resume whose latest
+            checkpoint cannot be read falls back to the one before it (each kept
+            checkpoint holds its own copy of the replay buffer). Default 1.
     """
 
-    def __init__(self, interval_steps: float, include_replay: bool = True):
+    def __init__(self, interval_steps: float, include_replay: bool = True, keep: int = 1):
         if not (isinstance(interval_steps, (int, float)) and interval_steps >= 0):
             raise ValueError(f"checkpoint_interval_steps={interval_steps!r} must be >= 0 env "
                              f"steps (0: no checkpoints)")
+        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
+            raise ValueError(f"checkpoint_keep={keep!r} must be an integer >= 1 (the newest "
+                             f"complete checkpoints kept)")
         self.interval_steps = int(interval_steps)
         self.include_replay = bool(include_replay)
+        self.keep = keep
         self.last: str | None = None  # the newest checkpoint written or resumed from
         self.interval_itrs = 0
 
@@ -85,7 +118,7 @@ class Checkpointer:
                 logger.truncate_tabular_outputs(0)
                 return None
             resume = run_dir
-        state = ckpt.load_checkpoint(str(resume))
+        state = load_newest_readable(str(resume))
         logger.log(f"Resuming from {state['_path']} (after iteration {state['itr']}, "
                    f"{state['cum_steps']} env steps).")
         return state
@@ -97,7 +130,7 @@ class Checkpointer:
         if run_dir is None:
             return None
         replay = replay if self.include_replay else None
-        self.last = ckpt.save_checkpoint(run_dir, itr, make_state(), replay)
+        self.last = ckpt.save_checkpoint(run_dir, itr, make_state(), replay, keep=self.keep)
         logger.log(f"checkpoint written: {self.last}", routine=True)
         return self.last
 

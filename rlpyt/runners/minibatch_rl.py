@@ -51,6 +51,9 @@ class MinibatchRlBase(BaseRunner):
             Default None: every ``log_interval_steps``; 0: no checkpoints.
         checkpoint_replay: include the algorithm's replay buffer in checkpoints, so a
             resumed off-policy run continues exactly. Default True.
+        checkpoint_keep: newest complete checkpoints kept (each with its own replay
+            copy); with 2 or more, a resume whose latest checkpoint is unreadable falls
+            back to the one before it, saying so. Default 1.
         max_abs_value: log a warning when an optimizer diagnostic other than a loss or
             gradient norm (Q values, TD errors, ...) exceeds this in absolute value.
             Default None (no check). Non-finite losses and gradient norms always stop
@@ -69,7 +72,8 @@ class MinibatchRlBase(BaseRunner):
 
     def __init__(self, algo, agent, sampler, n_steps, seed=None, affinity=None,
                  log_interval_steps=1e5, log_traj_window=100, checkpoint_interval_steps=None,
-                 checkpoint_replay=True, max_abs_value=None, divergence="stop"):
+                 checkpoint_replay=True, max_abs_value=None, divergence="stop",
+                 checkpoint_keep=1):
         if not (isinstance(n_steps, (int, float)) and n_steps > 0):
             raise ValueError(f"n_steps={n_steps!r} must be a positive number of env steps")
         if not (isinstance(log_interval_steps, (int, float)) and log_interval_steps > 0):
@@ -81,7 +85,8 @@ class MinibatchRlBase(BaseRunner):
         self.log_interval_steps = int(log_interval_steps)
         if checkpoint_interval_steps is None:
             checkpoint_interval_steps = log_interval_steps
-        self.checkpoints = Checkpointer(checkpoint_interval_steps, checkpoint_replay)
+        self.checkpoints = Checkpointer(checkpoint_interval_steps, checkpoint_replay,
+                                        checkpoint_keep)
         self.guard = DivergenceGuard(divergence, max_abs_value)
         self.diagnostics = RunDiagnostics(algo, sampler, log_traj_window, self._eval,
                                           self._eval_pauses_training)

@@ -54,7 +54,7 @@ class RankCheckpointer(Checkpointer):
                                     f"need a run directory shared by every node")
             else:
                 path = ckpt.save_checkpoint(
-                    run_dir, itr, make_state(), replay,
+                    run_dir, itr, make_state(), replay, keep=self.keep,
                     parts={f"rank_{r}": p for r, p in enumerate(parts) if r > 0})
                 logger.log(f"checkpoint written: {path} ({self.world_size} ranks)")
                 outcome = ("ok", path)

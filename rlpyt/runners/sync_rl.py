@@ -88,13 +88,14 @@ class SyncRlMixin:
     def __init__(self, algo, agent, sampler, n_steps, seed=None, affinity=None,
                  log_interval_steps=1e5, log_traj_window=100, backend: str | None = None,
                  timeout_s: float = 1800.0, checkpoint_interval_steps=None,
-                 checkpoint_replay=True, max_abs_value=None, divergence="stop"):
+                 checkpoint_replay=True, max_abs_value=None, divergence="stop",
+                 checkpoint_keep=1):
         self.affinities = _as_affinity_list(affinity)
         super().__init__(algo, agent, sampler, n_steps, seed=seed, affinity=None,
                          log_interval_steps=log_interval_steps, log_traj_window=log_traj_window,
                          checkpoint_interval_steps=checkpoint_interval_steps,
                          checkpoint_replay=checkpoint_replay, max_abs_value=max_abs_value,
-                         divergence=divergence)
+                         divergence=divergence, checkpoint_keep=checkpoint_keep)
         if backend not in (None, "gloo", "nccl", "mpi"):
             raise ValueError(f"backend={backend!r} must be None (auto), 'gloo', 'nccl' or 'mpi'")
         if not (isinstance(timeout_s, (int, float)) and timeout_s > 0):
@@ -102,7 +103,8 @@ class SyncRlMixin:
         self.backend = backend
         self.timeout_s = float(timeout_s)
         self.checkpoints = RankCheckpointer(self.checkpoints.interval_steps,
-                                            self.checkpoints.include_replay)
+                                            self.checkpoints.include_replay,
+                                            self.checkpoints.keep)
 
     @property
     def n_replicas(self) -> int:
@@ -321,7 +323,8 @@ class SyncRl(SyncRlMixin, MinibatchRlBase):
         timeout_s: process-group timeout in seconds (default 1800): a collective that
             waits longer on a silent peer fails instead of hanging.  It must exceed rank
             0's evaluation and snapshot time, during which the other ranks wait.
-        checkpoint_interval_steps, checkpoint_replay, max_abs_value: as in ``MinibatchRl``
+        checkpoint_interval_steps, checkpoint_replay, checkpoint_keep, max_abs_value: as in
+            ``MinibatchRl``
             (steps of all ranks).  A checkpoint holds rank 0's state plus one
             ``rank_<r>/`` part per other rank (its envs, replay and random streams), and
             ``train(resume=...)`` continues every rank exactly, with the same number of
