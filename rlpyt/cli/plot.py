@@ -11,12 +11,12 @@ Several settings overlay on one axis; several ``--y`` columns make one panel eac
 
 from __future__ import annotations
 
-import csv
 import difflib
-import math
 import os
 from collections import defaultdict
 from collections.abc import Sequence
+
+from rlpyt.utils.logging.run_table import RUN_COLUMNS, find_run_dirs, load_runs
 
 __all__ = [
     "SPREADS",
@@ -63,48 +63,36 @@ def add_plot_parser(subparsers):
 def find_runs(paths: list[str]) -> dict[str, list[str]]:
     """Group run directories by setting (their parent directory)."""
     groups = defaultdict(list)
-    for path in paths:
-        path = os.path.abspath(path)
-        if os.path.isfile(os.path.join(path, "progress.csv")):
-            groups[os.path.dirname(path)].append(path)
-            continue
-        found = False
-        for root, _dirs, files in os.walk(path):
-            if "progress.csv" in files:
-                groups[os.path.dirname(root)].append(root)
-                found = True
-        if not found:
-            raise FileNotFoundError(f"no progress.csv under {path}")
-    return {k: sorted(v) for k, v in groups.items()}
+    for run_dir in find_run_dirs(paths):
+        groups[os.path.dirname(run_dir)].append(run_dir)
+    return dict(groups)
 
 
 def load_curve(run_dir: str, y_key: str | None = None, x_key: str = "CumSteps"
                ) -> tuple[list[float], list[float], str]:
     """``(xs, ys, y_key)`` of one run's ``progress.csv`` (rows with a non-numeric or NaN
     value are skipped); ``y_key=None`` picks ReturnAverage or the first *Return* column."""
-    with open(os.path.join(run_dir, "progress.csv"), newline="") as f:
-        rows = list(csv.DictReader(f))
-    if not rows:
+    import pandas as pd
+
+    table = load_runs(run_dir, params=False)
+    keys = [k for k in table.columns if k not in RUN_COLUMNS]
+    if table.empty:
         raise ValueError(f"{run_dir}/progress.csv has no rows yet")
-    keys = rows[0].keys()
     if y_key is None:
         candidates = ["ReturnAverage"] + [k for k in keys if "Return" in k]
         y_key = next((k for k in candidates if k in keys), None)
     y_key = resolve_column(y_key, keys, run_dir, "--y")
     x_key = resolve_column(x_key, keys, run_dir, "--x")
-    xs, ys = [], []
-    for row in rows:
-        x, y = _num(row.get(x_key)), _num(row.get(y_key))
-        if x is not None and y is not None and not math.isnan(y):
-            xs.append(x)
-            ys.append(y)
-    return xs, ys, y_key
+    xs = pd.to_numeric(table[x_key], errors="coerce")
+    ys = pd.to_numeric(table[y_key], errors="coerce")
+    kept = xs.notna() & ys.notna()
+    return xs[kept].tolist(), ys[kept].tolist(), y_key
 
 
 def resolve_column(key: str | None, keys, run_dir: str, flag: str = "--y") -> str:
     """The column of ``keys`` that ``key`` names: itself, else the one equal to it up to
-    case (runs logged before columns were all PascalCase have ``lossAverage`` where new
-    ones have ``LossAverage``); otherwise a ``KeyError`` naming the nearest column."""
+    case (a run directory may hold camelCase columns such as ``lossAverage`` where the
+    library writes ``LossAverage``); otherwise a ``KeyError`` naming the nearest column."""
     keys = list(keys)
     if key in keys:
         return key
@@ -117,13 +105,6 @@ def resolve_column(key: str | None, keys, run_dir: str, flag: str = "--y") -> st
     hint = f"did you mean {lowered[near[0]]!r}? " if near else ""
     raise KeyError(f"{flag} column {key!r} not in {run_dir}/progress.csv; {hint}columns: "
                    f"{sorted(keys)}")
-
-
-def _num(text):
-    try:
-        return float(text)
-    except (TypeError, ValueError):
-        return None
 
 
 def _smooth(values, window: int):

@@ -27,8 +27,9 @@ class RewardScaler:
 
     Batches must come in the order they were sampled, env ``b`` in column ``b`` of each
     (every synchronous sampler and each rank of ``SyncRl``); each env's return runs on
-    across batches.  Under ``SyncRl`` the statistics are all-reduced, so every rank scales
-    by the same number.
+    across batches.  The statistics take in a whole batch before its rewards are scaled
+    (SB3 folds in each step before scaling it: the same once a few batches are in).
+    Under ``SyncRl`` they are all-reduced, so every rank scales by the same number.
 
     Args:
         discount: the discount of the running return (the algorithm's).
