@@ -10,8 +10,8 @@ episodes with the agent in evaluation mode (the mode the run's own evaluations u
 A run made by a launch script (no ``rlpyt train`` config) is rebuilt from what its
 snapshots and checkpoints record: the agent class and keywords and the env maker and
 keywords.  Where that cannot be imported (a class defined in the script itself), or
-for older snapshots, ``agent``/``env`` (``--agent MODULE:CLASS``, ``--agent-kwargs
-JSON``, ``--env ID``) say what to build.
+a snapshot does not record it, ``agent``/``env`` (``--agent MODULE:CLASS``,
+``--agent-kwargs JSON``, ``--env ID``) say what to build.
 
 The evaluation env is seeded like the run's first evaluation env (same ``seed``:
 the run's, unless ``--seed`` is given), and torch, numpy and python are seeded with

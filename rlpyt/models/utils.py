@@ -83,8 +83,9 @@ def polyak_update_(targets: list[torch.Tensor], sources: list[torch.Tensor],
                    tau: float) -> None:
     """``target <- tau * source + (1 - tau) * target`` for each pair, in place.
 
-    Public ``lerp_`` per tensor: torch's fused ``_foreach_lerp_`` is private, and the
-    target networks here hold a handful of tensors each (docs/notes/house_in_order.md).
+    Public ``lerp_`` per tensor: torch's fused ``_foreach_lerp_`` is a private name that
+    any torch release may rename or drop, and the target networks here hold only a
+    handful of tensors each, so one fused call would replace only a few small ones.
     """
     with torch.no_grad():
         for target, source in zip(targets, sources, strict=True):

@@ -9,8 +9,9 @@ replaces its 10 binary levels by two numpy calls; below it, a batch descends (or
 re-sums after an update) one binary level per numpy step, 10 steps at 1M leaves.
 Every kept node is recomputed as the exact sum of its two children whenever a
 leaf below it changes, so the float64 sums never drift, and duplicate indices in
-a batch need no special care.  (A 16-ary tree, with 4x fewer levels, measured
-slower: its per-level 2-D numpy steps cost more than they save.)
+a batch need no special care.  The tree is binary rather than wider: a wider tree has
+fewer levels, but its per-level 2-D numpy steps cost more than the levels they save
+(docs/notes/code_figures.md has the comparison).
 
 Positions around the write cursor are kept out of sampling: the ``off_backward``
 newest rows (their n-step targets or sequences are not complete yet) and the

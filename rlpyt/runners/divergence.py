@@ -178,10 +178,11 @@ class DivergenceGuard:
                 f"resume or restart.")
 
     def state_dict(self) -> dict:
-        """Under the keys the runner's diagnostics state always had."""
+        """Under the keys ``divergence`` and ``watched_updates``, merged into the runner's
+        diagnostics state (which checkpoints hold) beside the logging accumulators."""
         return dict(divergence=self.watch.state_dict(), watched_updates=self.watched_updates)
 
     def load_state_dict(self, state: dict) -> None:
-        if "divergence" in state:  # (absent in checkpoints of older versions)
+        if "divergence" in state:  # a checkpoint without it resumes with a fresh history
             self.watch.load_state_dict(state["divergence"])
             self.watched_updates = state["watched_updates"]

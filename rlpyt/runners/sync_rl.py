@@ -50,7 +50,7 @@ def launched_by_torchrun() -> bool:
 # Spawn-key tag of the ranks' own streams.  A run's envs are the children ``(i,)`` of
 # ``SeedSequence(seed)`` (``rlpyt.utils.seed.env_seeds``), parallel sampler workers are
 # ``(0x5A4D, i)``; a rank's children ``(_RANK_STREAM, r)`` are a branch of their own, so
-# no rank draws the stream of an env or a worker (with ``(r,)``, rank r was env r).
+# no rank draws the stream of an env or a worker (with ``(r,)``, rank r would be env r).
 _RANK_STREAM = 0x524B
 
 

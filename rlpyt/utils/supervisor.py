@@ -450,12 +450,12 @@ def exit_now(code: int) -> None:
     For a process whose work is over (workers stopped, run files closed: the ``rlpyt``
     program after its command, a spawned SyncRl rank after its report); tearing down
     the interpreter frees every object torch and the envs made, one by one, which
-    takes about 0.4 s on an idle machine and seconds on a busy one, after a Ctrl-C or
-    ``SIGTERM`` too, where a scheduler waits for the exit.  What an ordinary exit still
-    does that matters is done first: non-daemon threads are joined, the ``atexit``
-    handlers run (logging, multiprocessing's clean-up) and the standard streams are
-    flushed.  Where the interpreter offers no way to run the handlers, the ordinary exit
-    stays, with the last garbage collection skipped.
+    is slow even on an idle machine and takes seconds on a busy one, after a Ctrl-C or
+    ``SIGTERM`` too, where a scheduler waits for the exit (docs/notes/signals.md has the
+    timings).  What an ordinary exit still does that matters is done first: non-daemon
+    threads are joined, the ``atexit`` handlers run (logging, multiprocessing's clean-up)
+    and the standard streams are flushed.  Where the interpreter offers no way to run the
+    handlers, the ordinary exit stays, with the last garbage collection skipped.
     """
     import atexit
     import gc

@@ -153,8 +153,9 @@ class DqnAgent(EpsilonGreedyAgentMixin, BaseAgent):
     def load_state_dict(self, state_dict: dict, strict: bool = True) -> None:
         """Restore model, target and exploration schedule from ``state_dict()``.
 
-        A plain model state dict (parameter names as keys, e.g. from an older
-        snapshot) is also accepted: it is loaded into the model and copied to the target.
+        A plain model state dict (parameter names as keys, e.g. from a snapshot that
+        holds only the model) is also accepted: it is loaded into the model and copied to
+        the target.
         """
         if "model" not in state_dict:
             update_state_dict(self.model, state_dict)

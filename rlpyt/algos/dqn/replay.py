@@ -16,7 +16,8 @@ The rule (``replay_buffer_class``):
 
 ``ReplayBufferCls`` given to the algorithm overrides the rule (it gets the same
 keyword arguments).  All the classes live in ``rlpyt.replays.non_sequence``; the
-time-limit frame buffers are re-exported here, where they used to be defined.
+time-limit frame buffers are also re-exported here, so that code importing them from
+this module keeps working.
 """
 
 from __future__ import annotations

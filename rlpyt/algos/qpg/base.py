@@ -294,8 +294,9 @@ class QpgAlgo(RlAlgorithm):
 
     def _optimizer_step(self, names: tuple[str, ...]) -> None:
         """Step the optimizers in ``names`` through the public ``step()``: the direct fused
-        Adam step of ``rlpyt.algos.optim`` gained only 1.08x end to end on SAC, under the
-        10% a private torch entry point must earn."""
+        Adam step of ``rlpyt.algos.optim`` saves per-call overhead that SAC's batch-256
+        updates dwarf, too little end to end to rely on a private torch entry point
+        (docs/algorithms.md has the figures)."""
         for name in names:
             self.optimizers[name].step()
 

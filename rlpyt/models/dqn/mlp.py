@@ -41,7 +41,7 @@ def layer_plan(module: torch.nn.Module) -> tuple[tuple[int, object], ...]:
     parameter dict at call time, so replaced or moved parameters are picked up; the
     models plan again when a layer itself is replaced, see ``plan_sources``) or
     ``torch.relu`` call: skipping ``nn.Module.__call__`` and each layer's ``forward``
-    saves several microseconds per layer, much of a small MLP's time on CPU (forward
+    saves their per-call overhead, much of a small MLP's time on CPU (forward
     hooks on those inner layers do not run).  Any other module is one step, called
     normally.
     """

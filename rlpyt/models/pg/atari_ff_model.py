@@ -69,8 +69,8 @@ class AtariFfModel(ObservationNormalizerMixin, torch.nn.Module):
             0.01 on the policy (a uniform first policy) and 1 on the value head, as the
             PPO reference code (OpenAI baselines, CleanRL) initializes it (default True).
             False keeps torch's defaults, under which the torso's features on Pong
-            frames are about 25x smaller and PPO's preset learned Pong far more slowly
-            (-16.0 against -7.6 at 10M frames; docs/notes/pong.md).
+            frames are much smaller and PPO's preset learns Pong far more slowly
+            (docs/notes/pong.md, "The init", has the runs).
         normalize_observation: normalise every pixel of the stack by its running mean and
             variance (updated by ``update_obs_rms``, which PG algorithms call on each
             training batch) instead of scaling by 1/255, as Sample Factory's Atari

@@ -18,8 +18,8 @@ Hidden layers default to ``(256, 256)`` with ReLU and PyTorch's default
 initialisation (the SAC and TD3 reference setups).  The layers are ``DenseMlp``s,
 which store each weight input-major (``[in, out]``): the same function as
 ``MlpModel``, but every matrix product of the forward and backward pass runs in the
-CPU BLAS's fast layout (measured on CPU: the input layer's weight-gradient product
-6x faster, a 256-wide layer's forward and backward about 7% faster).
+CPU BLAS's fast layout, where no operand needs the transposed access that the BLAS
+handles slowly (docs/notes/code_figures.md has the timings).
 """
 
 from __future__ import annotations
@@ -86,14 +86,15 @@ class DenseMlp(torch.nn.Module):
     so that its forward product is ``addmm(bias, x, weight)`` and the backward
     products need no transposed operand that the BLAS handles slowly.  The output
     layer stores its weight output-major, as ``out_weight{k}`` of shape ``[out, in]``
-    (``torch.nn.Linear``'s layout): for the few outputs of a policy the input-major
-    products are the slow ones (measured on CPU for a 256-wide layer with 2 outputs:
-    forward 90 us against 22 us, weight gradient 106 us against 15 us).  The ReLU runs
-    in place on the product (the product's backward does not need its output).
+    (``torch.nn.Linear``'s layout): with the few outputs of a policy the input-major
+    products are the slow ones on CPU (docs/notes/code_figures.md has the timings).
+    The ReLU runs in place on the product (the product's backward does not need its
+    output).
     Initialisation draws the same numbers as ``torch.nn.Linear`` (so a seed gives the
     ``MlpModel`` weights, hidden ones transposed).  ``load_mlp_state_dict`` loads an
-    ``MlpModel`` state dict; a state dict of the older layout, with the output weight
-    input-major under ``weight{k}``, still loads (it is transposed on the way in).
+    ``MlpModel`` state dict; a state dict with the output weight input-major under
+    ``weight{k}`` (the hidden layers' layout) also loads, transposed on the way in, so
+    that every checkpoint of a ``DenseMlp`` resumes.
 
     Args:
         input_size: input width.
@@ -149,7 +150,7 @@ class DenseMlp(torch.nn.Module):
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         last = self.n_layers - 1
         old_key, key = f"{prefix}weight{last}", f"{prefix}out_weight{last}"
-        if old_key in state_dict and key not in state_dict:  # the older, input-major layout
+        if old_key in state_dict and key not in state_dict:  # output weight stored input-major
             state_dict[key] = state_dict.pop(old_key).t()
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
@@ -256,8 +257,7 @@ class TwinQofMuMlpModel(_ObservationMlp):
 
     * ``fused=False`` (default): two ``DenseMlp``s, one after the other.  Fastest on
       CPU, where a 256-wide layer is one efficient matrix product per critic and the
-      batched kernels are slower (measured: a whole SAC update at batch 256, width 256
-      about 20% slower with ``fused=True``).
+      batched kernels are slower (docs/notes/code_figures.md has the timing).
     * ``fused=True``: stacked weights evaluated as one batched matrix product per layer
       (``rlpyt.models.qpg.ensemble``), half the kernel launches and autograd nodes; for
       GPUs, where launches rather than arithmetic bound these small networks.

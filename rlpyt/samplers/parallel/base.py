@@ -2,8 +2,8 @@
 
 The main process builds everything workers share (the ``[T, B]`` sample buffer in
 anonymous shared memory, control primitives, evaluation counters), computes the
-example step in-process (never in a subprocess: the original rlpyt's manager-based
-probe was a known source of hangs), then starts one process per worker.  Workers
+example step in-process (never in a subprocess: a probe through a multiprocessing
+manager can hang), then starts one process per worker.  Workers
 write straight into their slice of the buffer.
 
 Faults: a worker that raises sends its traceback and exits; one that dies (killed

@@ -8,7 +8,7 @@ its end and is reported, so short episodes are not favoured.
 
 Why lockstep: if each worker asked a shared counter whether it may start another
 trajectory, which envs got the last starts would depend on which worker reached the
-counter first, i.e. on the machine's load (two same-seed runs then differed).
+counter first, i.e. on the machine's load (two same-seed runs would differ).
 Instead every eval env steps once per *round*, in lockstep over all workers, and
 the master decides after each round which ended trajectories are followed by a new
 one, walking the envs in global rank order exactly as the serial loop does
