@@ -1,4 +1,4 @@
-"""The ``rlpyt`` command: ``train``, ``evaluate``, ``plot`` and ``launch``.
+"""The ``rlpyt`` command: ``train``, ``evaluate``, ``plot``, ``compare`` and ``launch``.
 
 Errors print one line on stderr (``rlpyt train: error: ...``), the cause first: for a
 failure in another process (a sampler worker, a SyncRl rank, the async sampler), that
@@ -29,6 +29,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from rlpyt.cli.compare import add_compare_parser
     from rlpyt.cli.evaluate import add_evaluate_parser
     from rlpyt.cli.plot import add_plot_parser
     from rlpyt.cli.train import add_train_parser
@@ -42,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_train_parser(subparsers)
     add_evaluate_parser(subparsers)
     add_plot_parser(subparsers)
+    add_compare_parser(subparsers)
     try:
         from rlpyt.experiments.launch_grid import add_launch_subparser
     except ImportError:  # pragma: no cover - launching is part of the core install
