@@ -24,6 +24,7 @@ from rlpyt.cli.presets import (
     resolve_classes,
 )
 from rlpyt.utils.logging.run_dir import next_run_id
+from rlpyt.utils.process import available_cpus, launched_by_torchrun
 
 __all__ = ["add_train_parser", "build_config", "load_run_config", "run_train",
            "train_from_config"]
@@ -77,7 +78,6 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
-TORCHRUN_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK")  # set by torchrun for every process
 SYNC_RUNNER = "rlpyt.runners.sync_rl:SyncRlEval"  # --nproc N > 1, or under torchrun
 
 
@@ -306,7 +306,7 @@ def _default_torch_threads(preset, config: dict) -> int:
     if (config.get("runner_type", "sync") != "sync" or config.get("nproc", 1) > 1
             or launched_by_torchrun()):
         return 1
-    return len(_cpus())
+    return len(available_cpus())
 
 
 def _ray_flags(args, config: dict) -> None:
@@ -392,10 +392,7 @@ def _affinity(config: dict) -> dict:
     threads = config.get("torch_threads", 1)
     if config.get("sampler_type", "serial") == "serial":
         return dict(cuda_idx=cuda_idx, master_torch_threads=threads)
-    try:
-        cpus = sorted(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - macOS
-        cpus = list(range(os.cpu_count() or 1))
+    cpus = available_cpus()
     n = config.get("workers") or len(cpus)
     if n > len(cpus):  # More workers than CPUs: run them unpinned.
         return dict(cuda_idx=cuda_idx, n_workers=n, master_torch_threads=threads)
@@ -517,19 +514,13 @@ def _resume_config(args, extra: list[str]) -> tuple[dict, str, int]:
     return config, os.path.dirname(run_dir), run_ID
 
 
-def launched_by_torchrun() -> bool:
-    """This process is one rank of a ``torchrun`` job (``rlpyt.runners.sync_rl``'s test,
-    repeated here so that the CLI imports no torch before it trains)."""
-    return all(key in os.environ for key in TORCHRUN_ENV)
-
-
 def _rank_affinities(config: dict) -> list[dict]:
     """One affinity per rank of this machine: ``--nproc`` ranks, or under torchrun its
     ``LOCAL_WORLD_SIZE``.  With ``--cuda-idx K`` local rank ``i`` trains on GPU ``K + i``
     (NCCL); otherwise on CPU (gloo), the machine's CPUs split evenly among the ranks."""
     n = int(os.environ.get("LOCAL_WORLD_SIZE", 0)) if launched_by_torchrun() else 0
     n = n or config.get("nproc", 1)
-    cpus = _cpus()
+    cpus = available_cpus()
     share = max(len(cpus) // n, 1)
     affinities = []
     for i in range(n):
@@ -544,13 +535,6 @@ def _rank_affinities(config: dict) -> list[dict]:
             affinity.update(workers_cpus=own[:len(affinity["workers_cpus"])], master_cpus=own)
         affinities.append(affinity)
     return affinities
-
-
-def _cpus() -> list[int]:
-    try:
-        return sorted(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - macOS
-        return list(range(os.cpu_count() or 1))
 
 
 def _report_interrupt(run_dir: str) -> None:

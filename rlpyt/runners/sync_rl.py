@@ -33,18 +33,12 @@ from rlpyt.runners.sync_checkpointer import RankCheckpointer, from_rank0
 from rlpyt.runners.sync_ranks import SyncRlError, spawn_ranks
 from rlpyt.utils.logging import logger
 from rlpyt.utils.logging.rank_logging import capture_logger_state, rank_logging
+from rlpyt.utils.process import launched_by_torchrun
 from rlpyt.utils.seed import make_seed, set_seed
 
 __all__ = ["SyncRl", "SyncRlError", "SyncRlEval", "SyncRlMixin", "agent_digest",
            "launched_by_torchrun", "rank_seed"]
 
-TORCHRUN_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
-
-
-def launched_by_torchrun() -> bool:
-    """True in a process started by ``torchrun`` (or any env:// launcher setting
-    ``RANK``, ``WORLD_SIZE`` and ``LOCAL_RANK``)."""
-    return all(key in os.environ for key in TORCHRUN_ENV)
 
 
 # Spawn-key tag of the ranks' own streams.  A run's envs are the children ``(i,)`` of

@@ -17,24 +17,36 @@ import os
 import warnings
 from collections.abc import Iterable
 
-__all__ = ["apply_affinity", "available_cpus", "granted_cpus"]
+__all__ = ["TORCHRUN_ENV", "apply_affinity", "available_cpus", "granted_cpus",
+           "launched_by_torchrun"]
+
+TORCHRUN_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
+"""Set by ``torchrun`` (and any env:// launcher) in every process of a job."""
 
 _warned_unpinned = False
-_granted: list[int] | None = None  # Recorded before this process tree's first pin.
+_granted: tuple[int, ...] | None = None  # Recorded before this process tree's first pin.
 
 
-def available_cpus() -> list[int]:
-    """Ids of the CPUs this process may run on, sorted (all CPUs where unknown)."""
+def available_cpus() -> tuple[int, ...]:
+    """Sorted ids of the CPUs this process may run on: ``os.sched_getaffinity`` (Linux),
+    then ``psutil`` (Windows, FreeBSD), then ``range(os.cpu_count())`` (macOS, which has
+    no per-process CPU sets)."""
     try:
-        return sorted(os.sched_getaffinity(0))
+        return tuple(sorted(os.sched_getaffinity(0)))
     except AttributeError:  # macOS, Windows
         pass
     try:
         import psutil
 
-        return sorted(psutil.Process().cpu_affinity())
+        return tuple(sorted(psutil.Process().cpu_affinity()))
     except (ImportError, AttributeError, OSError, NotImplementedError):
-        return list(range(os.cpu_count() or 1))
+        return tuple(range(os.cpu_count() or 1))
+
+
+def launched_by_torchrun() -> bool:
+    """True in a process started by ``torchrun`` (or any env:// launcher setting
+    ``RANK``, ``WORLD_SIZE`` and ``LOCAL_RANK``)."""
+    return all(key in os.environ for key in TORCHRUN_ENV)
 
 
 def granted_cpus() -> list[int]:

@@ -11,6 +11,8 @@ import os
 import warnings
 from collections.abc import Iterable, Sequence
 
+from rlpyt.utils.process import available_cpus
+
 __all__ = [
     "LAUNCHER_CPUS_ENV",
     "available_cpus",
@@ -26,22 +28,6 @@ __all__ = [
 LAUNCHER_CPUS_ENV = "RLPYT_LAUNCHER_CPUS"
 
 _warned_no_pinning = False
-
-
-def available_cpus() -> tuple[int, ...]:
-    """Sorted ids of the CPUs this process may run on.
-
-    Uses ``os.sched_getaffinity`` (Linux), then ``psutil`` (Windows, FreeBSD), then
-    ``range(os.cpu_count())`` (macOS, which has no per-process CPU sets).
-    """
-    if hasattr(os, "sched_getaffinity"):
-        return tuple(sorted(os.sched_getaffinity(0)))
-    try:
-        import psutil
-
-        return tuple(sorted(psutil.Process().cpu_affinity()))
-    except (ImportError, AttributeError, NotImplementedError, OSError):
-        return tuple(range(os.cpu_count() or 1))
 
 
 def layout_cpus() -> tuple[int, ...]:
