@@ -47,6 +47,12 @@ PEERS = {
     "torchrl": Peer("torchrl", ("torchrl==0.14.1", "tensordict==0.14.3", "envpool==1.2.5",
                                 "gym==0.26.2", "treevalue==1.5.0", "numpy==2.4.6",
                                 "gymnasium==1.4.0", TORCH)),
+    # SB3's A2C as the RL Baselines3 Zoo trains it on MuJoCo (bench/sb3_a2c_mujoco.py).
+    "sb3": Peer("sb3", ("stable-baselines3==2.9.2", "gymnasium[mujoco]==1.4.0",
+                        "mujoco==4.0.0", "numpy==2.4.6", TORCH)),
+    # rliable 1.2 needs arch < 8, and arch 7 does not import beside pandas 3 (ours).
+    "rliable": Peer("rliable", ("rliable==1.2.0", "arch==7.2.0", "pandas<3",
+                                "numpy==2.4.6", "scipy==1.17.1")),
     # The CleanRL-style loop is written for the bench and needs nothing beyond EnvPool
     # and torch, which our environment has.
     "cleanrl-style": Peer("cleanrl-style", None),
