@@ -138,7 +138,9 @@ PRESETS.update(
 )
 
 # Value-based, with the robust CartPole-v1 settings of examples/dqn_cartpole.py (checked by
-# tests/test_dqn_learning.py, whose rule docs/notes/learning_tests.md states).
+# tests/test_dqn_learning.py, whose rule docs/notes/learning_tests.md states).  They are
+# for runs of about 100k steps: in longer runs the training episodes fall back from 500
+# (docs/notes/classic_q_500k.md).
 # The DQN class defaults are classic rlpyt's, tuned for Atari.
 _DQN_CARTPOLE = dict(discount=0.99, batch_size=64, min_steps_learn=1_000, replay_size=100_000,
                      replay_ratio=32, target_update_interval=100, learning_rate=1e-3,
