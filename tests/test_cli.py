@@ -245,10 +245,11 @@ def test_torch_threads_default_is_the_presets(argv, threads):
     workers wait meanwhile); other presets, async and multi-rank runs keep 1 thread, and
     ``--torch-threads`` wins over both."""
     from rlpyt.cli import build_parser
-    from rlpyt.cli.train import _cpus, build_config
+    from rlpyt.cli.train import build_config
+    from rlpyt.utils.process import available_cpus
 
     args, extra = build_parser().parse_known_args(["train", *argv])
-    expected = len(_cpus()) if threads == "all" else threads
+    expected = len(available_cpus()) if threads == "all" else threads
     assert build_config(args, extra)["torch_threads"] == expected
 
 
