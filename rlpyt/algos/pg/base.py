@@ -150,20 +150,15 @@ class PolicyGradientAlgo(RlAlgorithm):
 
     def load_state_dict(self, state_dict: dict) -> None:
         super().load_state_dict(state_dict)
-        if self.return_rms is not None:
-            if "return_rms" not in state_dict:
-                raise KeyError(
-                    f"{type(self).__name__}.load_state_dict: normalize_returns=True but the "
-                    f"state has no 'return_rms' (saved by a run without return normalization?)"
-                )
-            self.return_rms.load_state_dict(state_dict["return_rms"])
-        if self.reward_scaler is not None:
-            if "reward_scaler" not in state_dict:
-                raise KeyError(
-                    f"{type(self).__name__}.load_state_dict: normalize_rewards=True but the "
-                    f"state has no 'reward_scaler' (saved by a run without reward scaling?)"
-                )
-            self.reward_scaler.load_state_dict(state_dict["reward_scaler"])
+        for key, part, option, what in (
+                ("return_rms", self.return_rms, "normalize_returns", "return normalization"),
+                ("reward_scaler", self.reward_scaler, "normalize_rewards", "reward scaling")):
+            if part is None:
+                continue
+            if key not in state_dict:
+                raise KeyError(f"{type(self).__name__}.load_state_dict: {option}=True but the "
+                               f"state has no {key!r} (saved by a run without {what}?)")
+            part.load_state_dict(state_dict[key])
 
     # ---- from samples to training targets ------------------------------------------
     def update_obs_normalizer(self, samples) -> None:
