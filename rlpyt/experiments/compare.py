@@ -110,7 +110,7 @@ def bootstrap_indices(rng: np.random.Generator, n_runs: int, n_tasks: int,
 
 def resample(scores: np.ndarray, index: np.ndarray) -> np.ndarray:
     """``scores`` ``[runs, tasks]`` at ``index`` ``[reps, runs, tasks]``, task by task."""
-    return np.take_along_axis(scores[None].repeat(len(index), 0), index, axis=1)
+    return scores[index, np.arange(scores.shape[1])]
 
 
 def percentile_interval(samples: np.ndarray) -> tuple[float, float]:
