@@ -13,7 +13,12 @@ import minatar  # noqa: E402
 from rlpyt.envs.base import EnvSpaces  # noqa: E402
 from rlpyt.envs.gym import make  # noqa: E402
 from rlpyt.envs.minatar import GAMES, MinAtarEnv, parse_env_id  # noqa: E402
-from rlpyt.models.minatar import MinAtarDqnModel, MinAtarPgModel, MinAtarR2d1Model  # noqa: E402
+from rlpyt.models.minatar import (  # noqa: E402
+    MinAtarCatDqnModel,
+    MinAtarDqnModel,
+    MinAtarPgModel,
+    MinAtarR2d1Model,
+)
 
 N_STEPS = 600
 
@@ -167,8 +172,33 @@ def test_models_shapes_and_paper_network():
     torch.testing.assert_close(torch.cat([q1, q2]), q_all)
 
 
+def test_c51_model_is_the_paper_torso_with_a_distribution_per_action():
+    obs = torch.randint(0, 2, (5, 3, 4, 10, 10)).bool()
+    model = MinAtarCatDqnModel((4, 10, 10), 6, n_atoms=51)
+    p = model(obs, torch.zeros(5, 3, dtype=torch.long), torch.zeros(5, 3))
+    assert p.shape == (5, 3, 6, 51)
+    torch.testing.assert_close(p.sum(-1), torch.ones(5, 3, 6))
+    n_params = sum(q.numel() for q in model.parameters())
+    assert n_params == (4 * 9 * 16 + 16) + (1024 * 128 + 128) + (128 * 6 * 51 + 6 * 51)
+    with pytest.raises(ValueError, match="n_atoms"):
+        MinAtarCatDqnModel((4, 10, 10), 6, n_atoms=1)
+
+
+def test_c51_preset_is_the_dqn_schedule_with_dopamines_support():
+    from rlpyt.cli.presets import MINATAR_PRESETS
+
+    dqn, c51 = MINATAR_PRESETS["dqn"].algo_kwargs, MINATAR_PRESETS["cat_dqn"].algo_kwargs
+    schedule = ("discount", "batch_size", "min_steps_learn", "replay_size", "replay_ratio",
+                "target_update_interval", "learning_rate", "eps_steps")
+    assert {k: c51[k] for k in schedule} == {k: dqn[k] for k in schedule}
+    assert (c51["V_min"], c51["V_max"], c51["optim_kwargs"]) == (-100.0, 100.0, dict(eps=3.125e-4))
+    assert MINATAR_PRESETS["cat_dqn"].agent_kwargs["n_atoms"] == 51
+    assert MINATAR_PRESETS["cat_dqn"].sampler_kwargs["batch_T"] == 4
+
+
 @pytest.mark.parametrize("agent_path", [
     "rlpyt.agents.dqn.minatar:MinAtarDqnAgent",
+    "rlpyt.agents.dqn.minatar:MinAtarCatDqnAgent",
     "rlpyt.agents.dqn.minatar:MinAtarR2d1Agent",
     "rlpyt.agents.pg.minatar:MinAtarPgAgent",
 ])
@@ -238,6 +268,7 @@ def test_cli_preset_for_minatar_ids():
 @pytest.mark.slow
 @pytest.mark.parametrize("algo, agent, extra", [
     ("dqn", "MinAtarDqnAgent", ["--n-steps", "1200", "--algo.min_steps_learn", "400"]),
+    ("cat_dqn", "MinAtarCatDqnAgent", ["--n-steps", "1200", "--algo.min_steps_learn", "400"]),
     ("r2d1", "MinAtarR2d1Agent", ["--n-steps", "1600", "--algo.min_steps_learn", "480"]),
     ("ppo", "MinAtarPgAgent", ["--n-steps", "4096"]),
 ])

@@ -7,6 +7,7 @@ ReLU after each.  On top of it:
 | class | ``forward`` returns |
 |---|---|
 | ``MinAtarDqnModel(o, a, r)`` | ``q [..., output_size]`` (a linear layer, or dueling) |
+| ``MinAtarCatDqnModel(o, a, r)`` | ``p [..., output_size, n_atoms]``: C51's atom probabilities |
 | ``MinAtarPgModel(o, a, r)`` | ``(pi, v)``: softmax policy and value heads |
 | ``MinAtarR2d1Model(o, a, r, rnn_state)`` | ``(q, next_rnn_state)``: an LSTM after the torso |
 
@@ -24,12 +25,12 @@ import torch
 import torch.nn.functional as F
 
 from rlpyt.models.conv2d import Conv2dHeadModel
-from rlpyt.models.dqn.mlp import q_head
+from rlpyt.models.dqn.mlp import check_n_atoms, distributional_q_head, q_head
 from rlpyt.models.rnn import RnnState, recurrent_q_values
 from rlpyt.models.utils import orthogonal_init_
 from rlpyt.utils.tensor import infer_leading_dims, restore_leading_dims
 
-__all__ = ["MinAtarDqnModel", "MinAtarPgModel", "MinAtarR2d1Model", "MinAtarTorso", "RnnState"]
+__all__ = ["MinAtarCatDqnModel", "MinAtarDqnModel", "MinAtarPgModel", "MinAtarR2d1Model", "MinAtarTorso", "RnnState"]
 
 
 class MinAtarTorso(Conv2dHeadModel):
@@ -86,6 +87,43 @@ class MinAtarDqnModel(torch.nn.Module):
         self, observation: torch.Tensor, prev_action: torch.Tensor, prev_reward: torch.Tensor
     ) -> torch.Tensor:
         return self.head(self.torso(observation))
+
+
+class MinAtarCatDqnModel(torch.nn.Module):
+    """A return distribution per action from the MinAtar torso (C51's head on the
+    paper's network): probabilities over ``n_atoms`` atoms, softmax over the last dim.
+
+    Args:
+        observation_shape: ``(C, H, W)`` of one observation.
+        output_size: number of actions.
+        n_atoms: atoms of the support per action (default 51).
+        channels, kernel_size, hidden_size: of ``MinAtarTorso`` (defaults 16, 3, 128).
+        dueling: a dueling head (``DistributionalDuelingHeadModel``) instead of one
+            linear layer (default False).
+    """
+
+    uses_prev_action_reward = False
+
+    def __init__(
+        self,
+        observation_shape: Sequence[int],
+        output_size: int,
+        n_atoms: int = 51,
+        channels: int = 16,
+        kernel_size: int = 3,
+        hidden_size: int = 128,
+        dueling: bool = False,
+    ):
+        super().__init__()
+        check_n_atoms(n_atoms)
+        self.torso = MinAtarTorso(observation_shape, channels, kernel_size, hidden_size)
+        self.head = distributional_q_head(self.torso.output_size, None, output_size, n_atoms,
+                                          dueling)
+
+    def forward(
+        self, observation: torch.Tensor, prev_action: torch.Tensor, prev_reward: torch.Tensor
+    ) -> torch.Tensor:
+        return F.softmax(self.head(self.torso(observation)), dim=-1)
 
 
 class MinAtarPgModel(torch.nn.Module):

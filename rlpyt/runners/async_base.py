@@ -22,7 +22,7 @@ from rlpyt.runners.preflight import check_before_start
 from rlpyt.samplers.async_.base import AsyncSamplerBase
 from rlpyt.samplers.async_.control import ThrottleSpec
 from rlpyt.utils.logging import logger
-from rlpyt.utils.process import granted_cpus
+from rlpyt.utils.process import flush_denormals, granted_cpus
 from rlpyt.utils.seed import make_seed, set_seed
 from rlpyt.utils.supervisor import raise_if_stopped
 
@@ -146,6 +146,7 @@ class AsyncRlBase(MinibatchRlBase):
         # Pinned after forking: the sampler and copier start from the run's full CPU set.
         apply_affinity(optimizer_affinity.get("cpus"), threads,
                        optimizer_affinity.get("set_affinity", True))
+        flush_denormals()
         self.agent.to_device(optimizer_affinity.get("cuda_idx"))  # After forking (CUDA).
         self.algo.optim_initialize(rank=0)
         if resume is not None:

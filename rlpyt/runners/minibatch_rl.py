@@ -22,6 +22,7 @@ from rlpyt.runners.divergence import DivergenceGuard
 from rlpyt.runners.preflight import check_before_start
 from rlpyt.utils.interrupt import DeferredInterrupt
 from rlpyt.utils.logging import logger
+from rlpyt.utils.process import flush_denormals
 from rlpyt.utils.seed import make_seed, set_seed
 from rlpyt.utils.supervisor import raise_if_stopped
 
@@ -184,6 +185,7 @@ class MinibatchRlBase(BaseRunner):
         cpus = self.affinity.get("master_cpus")
         threads, why = training_torch_threads(self.affinity.get("master_torch_threads"), cpus)
         apply_affinity(cpus, threads, self.affinity.get("set_affinity", True))
+        flush_denormals()
         if self.rank == 0:
             logger.log(f"torch threads: {threads} ({why}; set affinity="
                        f"dict(master_torch_threads=N) to change)")

@@ -17,8 +17,8 @@ import os
 import warnings
 from collections.abc import Iterable
 
-__all__ = ["TORCHRUN_ENV", "apply_affinity", "available_cpus", "granted_cpus",
-           "launched_by_torchrun"]
+__all__ = ["TORCHRUN_ENV", "apply_affinity", "available_cpus", "flush_denormals",
+           "granted_cpus", "launched_by_torchrun"]
 
 TORCHRUN_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
 """Set by ``torchrun`` (and any env:// launcher) in every process of a job."""
@@ -67,6 +67,21 @@ def _as_cpu_list(cpus) -> list[int]:
     if not isinstance(cpus, Iterable):
         raise TypeError(f"cpus={cpus!r} must be a CPU id or a list of CPU ids")
     return [int(c) for c in cpus]
+
+
+def flush_denormals() -> bool:
+    """Make this process's CPU arithmetic treat float32 values under 1.2e-38 (denormals)
+    as zero; returns whether the CPU supports it (x86 with SSE3, ARM).
+
+    Adam's moment estimates of a weight whose gradient stays zero (a MinAtar channel
+    that rarely lights up) decay geometrically into denormals, where each operation
+    costs up to a hundred times more: the optimizer step then dominates training.  No
+    value RL training depends on lives down there; TensorFlow and JAX flush denormals on
+    CPU by default too.
+    """
+    import torch  # Lazy: utils must import without torch.
+
+    return bool(torch.set_flush_denormal(True))
 
 
 def apply_affinity(cpus=None, torch_threads=None, set_affinity: bool = True) -> None:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from rlpyt.agents.dqn.catdqn_agent import CatDqnAgent
 from rlpyt.agents.dqn.dqn_agent import DqnAgent
 from rlpyt.agents.dqn.r2d1_agent import R2d1Agent
 
-__all__ = ["MinAtarDqnAgent", "MinAtarR2d1Agent", "check_image_observation"]
+__all__ = ["MinAtarCatDqnAgent", "MinAtarDqnAgent", "MinAtarR2d1Agent", "check_image_observation"]
 
 
 def check_image_observation(agent, env_spaces) -> None:
@@ -27,6 +28,20 @@ class MinAtarDqnAgent(DqnAgent):
         from rlpyt.models.minatar import MinAtarDqnModel
 
         return MinAtarDqnModel
+
+    def check_env_spaces(self, env_spaces) -> None:
+        super().check_env_spaces(env_spaces)
+        check_image_observation(self, env_spaces)
+
+
+class MinAtarCatDqnAgent(CatDqnAgent):
+    """``CatDqnAgent`` whose default model is ``MinAtarCatDqnModel`` (the MinAtar torso,
+    then C51's head of ``n_atoms`` per action).  Keywords as ``CatDqnAgent``."""
+
+    def default_model_cls(self):
+        from rlpyt.models.minatar import MinAtarCatDqnModel
+
+        return MinAtarCatDqnModel
 
     def check_env_spaces(self, env_spaces) -> None:
         super().check_env_spaces(env_spaces)

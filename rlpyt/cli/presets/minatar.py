@@ -30,6 +30,24 @@ MINATAR_PRESETS: dict[str, Preset] = {
         source="the MinAtar paper, Young & Tian 2019 (its examples/dqn.py), with Adam",
         description="DQN with the MinAtar paper's network and settings",
     ),
+    "cat_dqn": Preset(
+        algo="rlpyt.algos.dqn.cat_dqn:CategoricalDQN",
+        agents={"discrete": "rlpyt.agents.dqn.minatar:MinAtarCatDqnAgent"},
+        env="MinAtar/Breakout",
+        # C51 on the DQN preset's schedule (the paper's), so the two differ only in the
+        # head and the loss.  The distribution's values are Dopamine's MinAtar configs':
+        # 51 atoms on [-100, 100], Adam 2.5e-4 with epsilon 3.125e-4 (C51's optimizer).
+        algo_kwargs=dict(discount=0.99, batch_size=32, min_steps_learn=5_000,
+                         replay_size=100_000, replay_ratio=32, target_update_interval=1_000,
+                         learning_rate=2.5e-4, eps_steps=105_000, V_min=-100.0, V_max=100.0,
+                         clip_grad_norm=None, optim_kwargs=dict(eps=3.125e-4)),
+        agent_kwargs=dict(n_atoms=51, eps_final=0.1, eps_eval=0.0),
+        sampler_kwargs=dict(batch_T=4, batch_B=1, **_MINATAR_SAMPLER),
+        runner_kwargs=dict(n_steps=5_000_000, log_interval_steps=100_000),
+        source="C51 (Bellemare et al. 2017) on the MinAtar paper's DQN schedule, with "
+               "Dopamine's MinAtar support (51 atoms on [-100, 100]) and Adam epsilon",
+        description="C51 with the MinAtar paper's network",
+    ),
     "r2d1": Preset(
         algo="rlpyt.algos.dqn.r2d1:R2D1",
         agents={"discrete": "rlpyt.agents.dqn.minatar:MinAtarR2d1Agent"},
