@@ -33,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     from rlpyt.cli.evaluate import add_evaluate_parser
     from rlpyt.cli.plot import add_plot_parser
     from rlpyt.cli.train import add_train_parser
+    from rlpyt.cli.tune import add_tune_parser
 
     parser = _Parser(
         prog="rlpyt", description="Modular deep reinforcement learning in PyTorch."
@@ -44,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_evaluate_parser(subparsers)
     add_plot_parser(subparsers)
     add_compare_parser(subparsers)
+    add_tune_parser(subparsers)
     try:
         from rlpyt.experiments.launch_grid import add_launch_subparser
     except ImportError:  # pragma: no cover - launching is part of the core install
