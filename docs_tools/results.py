@@ -505,7 +505,65 @@ def minatar_table(results: Path) -> str:
     figures = [figure_line(minatar_plot_name(g), f"MinAtar {g}: ours against the paper")
                for g in paper.GAME_KEYS if minatar_runs(results, g)]
     blocks = ["\n".join(lines), "\n".join(commands)] + (["\n".join(figures)] if figures else [])
-    return "\n\n".join(blocks)
+    return "\n\n".join(blocks + [c51_table(results)])
+
+
+# C51 beside the DQN rows: the `cat_dqn` MinAtar preset (the same schedule, C51's head)
+# made by `rlpyt train`, its training return against our DQN's and the paper's DQN.
+C51_ALGO = "cat_dqn"
+C51_GAMES = ("Breakout", "Asterix")
+C51_SEEDS = (0, 1)
+C51_REASON = {"Asterix": "about 70 minutes a run on the 2-core VM; left for a later session"}
+
+
+def c51_runs(results: Path, game: str) -> list[Path]:
+    return runs_of(results, f"minatar/{C51_ALGO}/{task_folder('MinAtar/' + game)}/run_*")
+
+
+def c51_cell(results: Path, game: str, frames: int) -> str:
+    values = [v for v in (report.return_at(r, frames, "TrainReturnAverage")
+                          for r in c51_runs(results, game)) if v is not None]
+    if not values:
+        return "not run yet"
+    dqn = [v for v in (report.return_at(r, frames) for r in minatar_runs(results, game))
+           if v is not None]
+    point = paper.paper_point(game, frames)
+    mean, sem = paper.mean_sem(values)
+    lines = [f"**{paper.verdict(values, point)}**",
+             f"C51 {mean:.2f} ± {sem:.2f} ({len(values)} seed{'s' * (len(values) > 1)})"]
+    if dqn:
+        lines.append("our DQN {:.2f} ± {:.2f}".format(*paper.mean_sem(dqn)))
+    if point is not None:
+        lines.append(f"paper's DQN {point.value:.2f} ± {point.reading_err:.2f}")
+    return "<br>".join(lines)
+
+
+def c51_line(results: Path, game: str) -> str:
+    runs = c51_runs(results, game)
+    seconds = [s for s in (report.return_at(r, MINATAR_RUN_TO, TIME_COLUMN) for r in runs)
+               if s is not None]
+    cells = [game] + [c51_cell(results, game, f) for f in MINATAR_BUDGETS
+                      if f <= MINATAR_RUN_TO]
+    cells.append(duration(statistics.mean(seconds)) if seconds
+                 else C51_REASON.get(game, "not run yet"))
+    return "| " + " | ".join(cells) + " |"
+
+
+def c51_table(results: Path) -> str:
+    budgets = [f for f in MINATAR_BUDGETS if f <= MINATAR_RUN_TO]
+    header = ("| game | " + " | ".join(f"{count(f)} frames" for f in budgets)
+              + f" | wall time to {count(MINATAR_RUN_TO)} frames |")
+    lines = ["C51 (`rlpyt train --algo cat_dqn`: the DQN schedule above with Adam and C51's "
+             "head, 51 atoms on [-100, 100]) beside our DQN, judged against the paper's "
+             "DQN by the same rule (no C51 curve is published at these budgets). Measure: "
+             "`TrainReturnAverage`, the latest 100 training episodes.", "",
+             header, "|" + "---|" * (len(budgets) + 2)]
+    lines += [c51_line(results, game) for game in C51_GAMES]
+    seeds = " ".join(map(str, C51_SEEDS))
+    commands = ["C51's command (`$S` in " + seeds + "):", ""] + [
+        f"- **{g}**: `{train_command(C51_ALGO, 'MinAtar/' + g, 'minatar', MINATAR_RUN_TO)}`"
+        for g in C51_GAMES]
+    return "\n".join(lines) + "\n\n" + "\n".join(commands)
 
 
 def minatar_plot_name(game: str) -> str:

@@ -1,7 +1,8 @@
 """Runners set torch's thread count of the training process (issue 30, item 1).
 
 A launch script that passes no affinity must train at the thread count ``rlpyt train``
-uses (one), not torch's default of one thread per core.
+uses (one), not torch's default of one thread per core.  Training also flushes
+denormals (``rlpyt.utils.process.flush_denormals``).
 """
 
 import torch
@@ -19,24 +20,33 @@ class ThreadRecordingPPO(PPO):
 
     def optimize_agent(self, itr, samples=None, sampler_itr=None):
         self.seen_threads.append(torch.get_num_threads())
+        self.seen_flushing.append(denormals_flushed())
         return super().optimize_agent(itr, samples, sampler_itr)
+
+
+def denormals_flushed() -> bool:
+    """Whether this thread's float32 arithmetic turns a denormal (1e-39) into zero."""
+    return float(torch.tensor([1e-39], dtype=torch.float64).float().mul(1.0)[0]) == 0.0
 
 
 def _threads_during_training(affinity):
     sampler = SerialSampler(EnvCls=make, env_kwargs=dict(id="CartPole-v1"), batch_T=16,
                             batch_B=2, max_decorrelation_steps=0)
     algo = ThreadRecordingPPO(epochs=1, minibatches=1)
-    algo.seen_threads = []
+    algo.seen_threads, algo.seen_flushing = [], []
     runner = MinibatchRl(algo=algo, agent=CategoricalPgAgent(model_kwargs=dict(hidden_sizes=[8])),
                          sampler=sampler, n_steps=64, seed=0, affinity=affinity,
                          log_interval_steps=64)
-    before = torch.get_num_threads()
+    before, flushing = torch.get_num_threads(), denormals_flushed()
     torch.set_num_threads(3)  # what torch picks on a 3-core machine
+    torch.set_flush_denormal(False)
     try:
         runner.train()
+        assert algo.seen_flushing and all(algo.seen_flushing)  # see flush_denormals
         return algo.seen_threads
     finally:
         torch.set_num_threads(before)
+        torch.set_flush_denormal(flushing)
 
 
 def test_runner_without_affinity_trains_with_one_torch_thread():
