@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
 import io
 import shutil
 import statistics
@@ -32,6 +31,7 @@ if str(ROOT) not in sys.path:
 
 from rlpyt.cli import main as rlpyt_main  # noqa: E402
 from rlpyt.cli.presets import PRESETS  # noqa: E402
+from rlpyt.utils.logging.run_table import load_runs  # noqa: E402
 
 DEFAULT_RESULTS = ROOT / "bench" / "results" / "reference"
 # The learning tests' thresholds of the presets' tasks (evaluation return).
@@ -40,9 +40,8 @@ THRESHOLDS = {"CartPole-v1": 475.0, "Pendulum-v1": -250.0}
 
 def eval_history(run_dir: Path) -> list[tuple[int, float]]:
     """``[(env steps, mean evaluation return), ...]`` of a run's ``progress.csv``."""
-    with open(run_dir / "progress.csv", newline="") as f:
-        return [(int(float(row["CumSteps"])), float(row["ReturnAverage"]))
-                for row in csv.DictReader(f)]
+    table = load_runs(run_dir, params=False)
+    return [(int(s), float(r)) for s, r in zip(table["CumSteps"], table["ReturnAverage"])]
 
 
 def summary_row(algo: str, seeds, results: Path) -> str:
@@ -66,12 +65,10 @@ def summary_row(algo: str, seeds, results: Path) -> str:
 
 def finished(run_dir: Path, n_steps: int) -> bool:
     """Whether the run's ``progress.csv`` reaches ``n_steps`` (an interrupted run does not)."""
-    progress = run_dir / "progress.csv"
-    if not progress.exists():
+    if not (run_dir / "progress.csv").exists():
         return False
-    with open(progress, newline="") as f:
-        rows = list(csv.DictReader(f))
-    return bool(rows) and float(rows[-1]["CumSteps"]) >= n_steps
+    table = load_runs(run_dir, params=False)
+    return len(table) > 0 and float(table["CumSteps"].iloc[-1]) >= n_steps
 
 
 def run(algo: str, seed: int, results: Path) -> None:

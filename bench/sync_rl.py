@@ -20,7 +20,6 @@ ranks do, gradient all-reduce included, without time spent waiting for a core).
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import statistics
 import tempfile
@@ -36,6 +35,7 @@ from rlpyt.runners.sync_rl import SyncRl
 from rlpyt.samplers.serial.sampler import SerialSampler
 from rlpyt.utils.logging import logger
 from rlpyt.utils.logging.context import logger_context
+from rlpyt.utils.logging.run_table import load_runs
 from rlpyt.utils.process import available_cpus
 
 BATCH_T = 5
@@ -83,8 +83,7 @@ def run(n_ranks: int, steps_per_rank: int, batch_B: int, seed: int) -> dict:
                 summary = runner.train()
         finally:
             logger.set_log_tabular_only(False)
-        with open(os.path.join(run_dir, "progress.csv"), newline="") as f:
-            rows = list(csv.DictReader(f))
+        rows = load_runs(run_dir, params=False).to_dict("records")
     wall = time.monotonic() - start
     other_load = max(_busy_cpu_seconds() - busy0 - (_own_cpu_seconds() - own0), 0) / wall
     first, last = rows[0], rows[-1]

@@ -48,6 +48,8 @@ import paper  # noqa: E402  (bench/minatar/paper.py: the MinAtar paper and its r
 import report  # noqa: E402  (bench/minatar/report.py: values at a budget, its curves)
 import time_to_score as tts  # noqa: E402  (docs_tools/time_to_score.py: Atari's time to a score)
 
+from rlpyt.utils.logging.run_table import RUN_COLUMNS, load_runs  # noqa: E402
+
 FAMILIES = ("classic", "minatar", "mujoco", "atari")
 TIME_COLUMN = "CumTime (s)"
 
@@ -216,12 +218,11 @@ def runs_of(results: Path, glob: str) -> list[Path]:
     return sorted(p.parent for p in results.glob(f"{glob}/progress.csv"))
 
 
-def header_and_last(run: Path) -> tuple[list[str], dict[str, str]]:
+def header_and_last(run: Path) -> tuple[list[str], dict]:
     """The columns of ``run``'s progress.csv and its last row (empty without rows)."""
-    with open(run / "progress.csv", newline="") as f:
-        reader = csv.DictReader(f)
-        rows = list(reader)
-    return list(reader.fieldnames or []), rows[-1] if rows else {}
+    table = load_runs(run, params=False)
+    columns = [c for c in table.columns if c not in RUN_COLUMNS]
+    return columns, table.iloc[-1].to_dict() if len(table) else {}
 
 
 def measure(runs: list[Path], column: str, budget: int) -> Measured:

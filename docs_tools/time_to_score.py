@@ -10,10 +10,11 @@ resolution is the run's log interval.  ``SCORE_RUNS`` names the runs compared: o
 
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import dataclass
 from pathlib import Path
+
+from rlpyt.utils.logging.run_table import load_runs
 
 TIME_COLUMN = "CumTime (s)"
 STEP_COLUMN = "CumSteps"
@@ -61,22 +62,22 @@ SCORE_RUNS = (
 )
 
 
-def read_rows(run: Path) -> list[dict[str, str]]:
-    with open(run / "progress.csv", newline="") as f:
-        return list(csv.DictReader(f))
+def read_rows(run: Path) -> list[dict]:
+    """The run's log rows (``rlpyt.load_runs``), oldest first."""
+    return load_runs(run, params=False).to_dict("records")
 
 
-def score_of(row: dict[str, str], column: str) -> float | None:
-    """The row's score, or None where no game has ended yet (empty or NaN)."""
-    text = row.get(column) or ""
+def score_of(row: dict, column: str) -> float | None:
+    """The row's score, or None where no game has ended yet (a missing column or NaN)."""
+    value = row.get(column)
     try:
-        value = float(text)
-    except ValueError:
+        value = float(value)
+    except (TypeError, ValueError):
         return None
     return None if math.isnan(value) else value
 
 
-def first_reach(rows: list[dict[str, str]], column: str, score: float,
+def first_reach(rows: list[dict], column: str, score: float,
                 frames_per_step: int) -> Reach | None:
     """The first row whose ``column`` is at least ``score`` (None if none is)."""
     for row in rows:
@@ -86,7 +87,7 @@ def first_reach(rows: list[dict[str, str]], column: str, score: float,
     return None
 
 
-def run_end(rows: list[dict[str, str]], column: str, frames_per_step: int) -> RunEnd | None:
+def run_end(rows: list[dict], column: str, frames_per_step: int) -> RunEnd | None:
     """The last row's frames, wall time and score (None without rows)."""
     if not rows:
         return None

@@ -31,7 +31,6 @@ show side by side, the paper's DQN and AC(0.8) dashed) and
 from __future__ import annotations
 
 import argparse
-import csv
 import statistics
 from pathlib import Path
 
@@ -44,6 +43,7 @@ import numpy as np  # noqa: E402
 
 from rlpyt.cli.plot import aggregate, load_curve  # noqa: E402
 from rlpyt.envs.minatar import MinAtarEnv  # noqa: E402
+from rlpyt.utils.logging.run_table import load_runs  # noqa: E402
 
 LABELS = {"dqn": "DQN", "async_dqn": "DQN, AsyncRl", "ppo": "PPO", "impala": "IMPALA"}
 COLORS = {"dqn": "tab:blue", "async_dqn": "tab:cyan", "ppo": "tab:orange",
@@ -98,8 +98,7 @@ def return_at(run: Path, frames: float, column: str = "ReturnAverage") -> float 
 
 def frames_per_second(run: Path) -> float:
     """Frames over wall time of the whole run (start-up and logging included)."""
-    with open(run / "progress.csv", newline="") as f:
-        last = list(csv.DictReader(f))[-1]
+    last = load_runs(run, params=False).iloc[-1]
     return float(last["CumSteps"]) / float(last["CumTime (s)"])
 
 
