@@ -219,7 +219,10 @@ class _TrialRuns:
             if math.isnan(value):
                 continue
             self.trial.report(value, step)
-            if step >= self.settings.warmup_steps and self.trial.should_prune():
+            planned = tables[0]["n_steps"].iloc[i]
+            last_row = planned is not None and not math.isnan(planned) and step >= planned
+            if (step >= self.settings.warmup_steps and not last_row  # a finished run stays
+                    and self.trial.should_prune()):
                 self.pruned_at = (step, value)
                 return True
         return False
