@@ -397,16 +397,32 @@ def seed_loop(command: str, seeds: tuple[int, ...]) -> str:
 
 # ---- the tables --------------------------------------------------------------------------
 # The commands sit in the notes under the table: in a column they made every row tall.
-TASK_HEADER = ("| task | algorithm | budget | ours (mean ± std, N seeds) | published (value ± "
-               "spread, source) | verdict | wall time a run |\n"
-               "|---|---|---|---|---|---|---|")
+TASK_HEADER = ("| task | algorithm | budget | ours (mean ± std, N seeds) | IQM [95% CI] | "
+               "published (value ± spread, source) | verdict | wall time a run |\n"
+               "|---|---|---|---|---|---|---|---|")
+IQM_MIN_RUNS = 3  # Fewer runs give no interval worth printing.
+
+
+def iqm_text(values: tuple[float, ...]) -> str:
+    """The interquartile mean with its 95% stratified-bootstrap interval (``rlpyt
+    compare``'s statistics), for 3 or more runs."""
+    if len(values) < IQM_MIN_RUNS:
+        return "–"
+    import numpy as np
+
+    from rlpyt.experiments.compare import GroupScores, compare
+
+    group = GroupScores("ours", np.asarray(values, dtype=float), [])
+    value, low, high = compare([group], reps=10_000, seed=0).estimates["ours"]["iqm"]
+    return f"{value:.4g} [{low:.4g}, {high:.4g}]"
 
 
 def task_line(results: Path, row: Row) -> str:
     measured = measure(runs_of(results, row.run_glob), row.column, row.budget)
     wall = duration(statistics.mean(measured.seconds)) if measured.seconds else "–"
     cells = [row.task, row.label, budget_text(row), ours_text(measured),
-             reference_text(results, row), verdict_text(results, row, measured), wall]
+             iqm_text(measured.values), reference_text(results, row),
+             verdict_text(results, row, measured), wall]
     return "| " + " | ".join(cells) + " |"
 
 

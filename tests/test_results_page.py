@@ -10,6 +10,7 @@ import os
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -89,8 +90,18 @@ def test_value_is_the_last_row_at_or_before_the_budget(tmp_results):
 def test_missing_runs_read_not_run_yet_with_the_reason(tmp_results):
     line = results.task_line(tmp_results, toy_row(TOY_PUBLISHED))
     cells = [c.strip() for c in line.strip("|").split("|")]
-    assert cells[3] == "not run yet"
-    assert cells[5] == "not run yet: the toy runs are not made yet"
+    assert cells[3] == "not run yet" and cells[4] == "–"
+    assert cells[6] == "not run yet: the toy runs are not made yet"
+
+
+def test_three_runs_get_an_iqm_with_its_interval(tmp_results):
+    toy_runs(tmp_results, [90.0, 100.0, 130.0])
+    cells = [c.strip() for c in results.task_line(tmp_results, toy_row(TOY_PUBLISHED))
+             .strip("|").split("|")]
+    value, interval = cells[4].split(" ", 1)
+    assert float(value) == pytest.approx(np.mean([90.0, 100.0, 130.0]))  # IQM of 3 = mean
+    low, high = (float(x) for x in interval.strip("[]").split(", "))
+    assert 90.0 <= low < float(value) < high <= 130.0
 
 
 def test_runs_short_of_the_budget_are_not_counted(tmp_results):
