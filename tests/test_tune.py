@@ -267,3 +267,25 @@ def test_a_failing_trial_is_reported_and_the_study_goes_on(tmp_path, capsys):
     loaded = optuna.load_study(study_name="study", storage=f"sqlite:///{study}/study.db")
     assert [t.state for t in loaded.trials] == [optuna.trial.TrialState.FAIL,
                                                 optuna.trial.TrialState.COMPLETE]
+
+
+@pytest.mark.slow
+def test_tuners_as_ray_tasks_share_the_study(tmp_path):
+    """``--backend ray``: two tuners as tasks of a local Ray, each asking the shared
+    SQLite study for trials, draw different trials and stop at the study's count."""
+    pytest.importorskip("ray")
+    study = tmp_path / "study"
+    proc = subprocess.run(
+        [sys.executable, "-m", "rlpyt", "tune", "--backend", "ray", "--study", str(study),
+         "--trials", "3", "--jobs", "2", "--pruner", "none", *CARTPOLE, "--n-steps", "2000",
+         "--algo.learning_rate", "loguniform(1e-5,1e-2)"],
+        capture_output=True, text=True, timeout=400)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Started 2 tuners as Ray tasks" in proc.stdout
+    loaded = optuna.load_study(study_name="study", storage=f"sqlite:///{study}/study.db")
+    done = [t for t in loaded.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    assert 3 <= len(done) <= 4  # two tuners may each start a trial at the last count
+    assert len({t.params["algo.learning_rate"] for t in done}) == len(done)
+    assert len({t.user_attrs["tuner"] for t in done}) == 2
+    assert not (study / ".ray_tune_token").exists()
+    assert _processes_naming(study) == []

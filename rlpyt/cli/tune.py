@@ -68,6 +68,11 @@ def add_tune_parser(subparsers):
     p.add_argument("--study-name", default=None,
                    help="the study's name in the storage (default: the folder's name)")
     p.add_argument("--tune-seed", type=int, default=0, help="the sampler's seed (default 0)")
+    p.add_argument("--backend", default="local", choices=["local", "ray"],
+                   help="local (default): trials on this machine's cores, pinned; ray: "
+                        "--jobs tuners as Ray tasks sharing the study's storage")
+    p.add_argument("--ray-address", default=None,
+                   help="the Ray cluster to join (default: start a local Ray)")
     p.add_argument("--dashboard", action="store_true",
                    help="serve optuna-dashboard on the study while it runs (needs "
                         "pip install optuna-dashboard)")
@@ -188,7 +193,13 @@ def run_tune(args, extra: list[str]) -> int:
     print(f"Live view: optuna-dashboard {settings.storage_url}")
     dashboard = _start_dashboard(settings.storage_url) if args.dashboard else None
     try:
-        study = run_study(settings, say=lambda line: print(line, flush=True))
+        if args.backend == "ray":
+            from rlpyt.experiments.tune_ray import run_study_on_ray
+
+            study = run_study_on_ray(settings, args.ray_address,
+                                     say=lambda line: print(line, flush=True))
+        else:
+            study = run_study(settings, say=lambda line: print(line, flush=True))
     except ValueError as e:
         return _error(str(e))
     finally:

@@ -19,6 +19,7 @@ kept, and a trial that was running when the tuner stopped (Ctrl-C, SIGTERM, or
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import fcntl
 import json
@@ -30,7 +31,6 @@ import sys
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from typing import Any
 
 from rlpyt.experiments.search_space import Dimension, SearchSpaceError, as_flags, suggest
@@ -39,7 +39,8 @@ from rlpyt.utils.launching.runs import RunProcess, RunRequest, start_run
 from rlpyt.utils.process import available_cpus
 
 __all__ = ["PRUNED_FILE", "PRUNERS", "SEARCHES", "TuneSettings", "best_command",
-           "draw_flags", "run_study", "seed_objective", "split_cpus", "write_plots"]
+           "draw_flags", "open_study", "run_study", "seed_objective", "split_cpus",
+           "study_lock", "write_plots"]
 
 PRUNERS = ("median", "halving", "none")
 SEARCHES = ("tpe", "random")
@@ -111,7 +112,8 @@ class TuneSettings:
                                    ("search", self.search, SEARCHES)):
             if value not in valid:
                 raise ValueError(f"{name}={value!r}: valid are {', '.join(valid)}")
-        if (self.space is None) == (not self.dims):
+        has_space = self.space is not None or self.space_file is not None
+        if has_space == bool(self.dims):
             raise ValueError("give searched flags (dims) or a space function, one of them")
 
     @property
@@ -286,8 +288,10 @@ def best_command(study, settings: TuneSettings) -> str | None:
     return train_command([*settings.train_flags, *as_flags(best.user_attrs["flags"])])
 
 
-@contextmanager
-def _study_lock(study_dir: str) -> Iterator[None]:
+@contextlib.contextmanager
+def study_lock(study_dir: str) -> Iterator[None]:
+    """Hold the study folder for this tuner (``tune.lock``); a ``RuntimeError`` names the
+    tuner that holds it already."""
     path = os.path.join(study_dir, LOCK_FILE)
     with open(path, "a+") as f:
         try:
@@ -357,21 +361,23 @@ def _retry_later(study, number: int, say) -> None:
 
 
 def _recover_interrupted(study, say) -> None:
-    """Trials left running by a tuner of this machine that is gone (``kill -9``): the
-    study folder's lock says no other tuner of this machine runs the study."""
+    """Trials left running by a tuner of this machine whose process is gone (``kill
+    -9``).  Tuners of other machines recover their own when they start again."""
     import optuna
+    import psutil
 
-    host = socket.gethostname()
     for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
-        if t.user_attrs.get("tuner", "").rsplit(":", 1)[0] == host:
+        host, _, pid = t.user_attrs.get("tuner", "").rpartition(":")
+        if host == socket.gethostname() and pid.isdigit() and not psutil.pid_exists(int(pid)):
             _retry_later(study, t.number, say)
 
 
-def _ended(study) -> int:
+def _taken(study) -> int:
+    """Trials that ended (interrupted ones aside) or are running, by any tuner."""
     import optuna
 
     states = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED,
-              optuna.trial.TrialState.FAIL)
+              optuna.trial.TrialState.FAIL, optuna.trial.TrialState.RUNNING)
     interrupted = set(study.user_attrs.get(INTERRUPTED, ()))
     return sum(1 for t in study.get_trials(deepcopy=False, states=states)
                if t.number not in interrupted)
@@ -382,39 +388,55 @@ def _describe(flags: dict) -> str:
                      for k, v in flags.items())
 
 
-def run_study(settings: TuneSettings, say: Callable[[str], None] = print):
+def run_study(settings: TuneSettings, say: Callable[[str], None] = print,
+              worker: bool = False):
     """Run (or go on with) the study until ``settings.trials`` trials have ended; returns
     the ``optuna.Study``.  Ctrl-C or SIGTERM stop the running trials' processes, mark
-    those trials interrupted (run again by the next start) and propagate."""
+    those trials interrupted (run again by the next start) and propagate.
+
+    ``worker``: one of several tuners sharing the study's storage (``run_study_on_ray``):
+    the driver holds the study folder's lock and recovers interrupted trials, so a worker
+    does neither."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     os.makedirs(settings.study_dir, exist_ok=True)
-    with _study_lock(settings.study_dir):
-        study = _make_study(settings)
-        _recover_interrupted(study, say)
-        cpus = available_cpus()
-        sets = split_cpus(cpus, settings.jobs * settings.seeds) if can_pin() else None
-        running: dict[int, _TrialRuns] = {}
-        try:
-            while True:
-                for job in range(settings.jobs):
-                    if job not in running and _ended(study) + len(running) < settings.trials:
-                        running[job] = _start_trial(study, settings, job, sets, say)
-                if not running:
-                    break
-                time.sleep(settings.poll_seconds)
-                for job, runs in list(running.items()):
-                    outcome = runs.poll()
-                    if outcome is not None:
-                        del running[job]
-                        _finish_trial(study, runs, outcome, say)
-        except BaseException:
-            for runs in running.values():
-                runs.stop()
-                _retry_later(study, runs.trial.number, say)
-            raise
+    with contextlib.nullcontext() if worker else study_lock(settings.study_dir):
+        study = open_study(settings, say, recover=not worker)
+        _run_trials(study, settings, say)
     return study
+
+
+def open_study(settings: TuneSettings, say: Callable[[str], None] = print, recover=True):
+    """The study, made or loaded (a start with another plan is refused), with the trials
+    of tuners that are gone marked interrupted and queued again (``recover``)."""
+    study = _make_study(settings)
+    if recover:
+        _recover_interrupted(study, say)
+    return study
+
+
+def _run_trials(study, settings: TuneSettings, say) -> None:
+    sets = split_cpus(available_cpus(), settings.jobs * settings.seeds) if can_pin() else None
+    running: dict[int, _TrialRuns] = {}
+    try:
+        while True:
+            for job in range(settings.jobs):
+                if job not in running and _taken(study) < settings.trials:
+                    running[job] = _start_trial(study, settings, job, sets, say)
+            if not running:
+                break
+            time.sleep(settings.poll_seconds)
+            for job, runs in list(running.items()):
+                outcome = runs.poll()
+                if outcome is not None:
+                    del running[job]
+                    _finish_trial(study, runs, outcome, say)
+    except BaseException:
+        for runs in running.values():
+            runs.stop()
+            _retry_later(study, runs.trial.number, say)
+        raise
 
 
 def _start_trial(study, settings: TuneSettings, job: int, sets, say) -> _TrialRuns:
