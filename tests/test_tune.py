@@ -149,8 +149,11 @@ def test_a_study_finds_a_better_learning_rate_than_a_bad_one(tmp_path, capsys):
 
 SPACE = """
 def space(trial):
-    # Trial 0 learns, every later one cannot: the pruner has one to compare with.
-    return {"algo.learning_rate": 3e-3 if trial.number == 0 else 1e-7}
+    # Trial 0 learns in a short run, every later one cannot learn in a long one: the
+    # pruner has one to compare with, and stops the long one early.
+    if trial.number == 0:
+        return {"algo.learning_rate": 3e-3, "runner.n_steps": 8000}
+    return {"algo.learning_rate": 1e-7, "runner.n_steps": 200000}
 """
 
 
@@ -170,8 +173,7 @@ def test_a_pruned_trial_stops_its_runs_and_is_marked(tmp_path, capsys):
     space.write_text(SPACE)
     study = tmp_path / "study"
     code = main(["tune", "--study", str(study), "--trials", "2", "--space", str(space),
-                 "--startup-trials", "1", "--warmup-steps", "4000", *CARTPOLE,
-                 "--n-steps", "200000"])
+                 "--startup-trials", "1", "--warmup-steps", "4000", *CARTPOLE])
     out = capsys.readouterr().out
     assert code == 0 and "[trial 1 PRUNED]" in out, out
     marker = json.loads((study / "trial_0001" / ".pruned").read_text())
