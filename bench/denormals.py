@@ -3,10 +3,10 @@
 The runners flush denormals in the training process (``rlpyt.utils.process
 .flush_denormals``): Adam's moment estimates of weights that see no gradient for long
 stretches (MinAtar channels of rare objects) decay into denormal floats, where the CPU
-is many times slower.  Each measurement is a fresh process training the MinAtar preset's
-settings on Breakout, its rate taken between log rows after learning has run for a while
-(``--warmup`` env steps, so the moments have had time to decay); the "kept" side turns
-the flush off.  Repeats alternate the order; medians and their ratio are printed.
+is many times slower.  Each measurement is a fresh process training the MinAtar
+``cat_dqn`` or ``dqn`` preset's settings on Breakout, its rate taken between log rows
+after learning has run for a while (``--warmup`` env steps, so the moments have had
+time to decay); the "kept" side turns the flush off.  Repeats alternate the order; medians and their ratio are printed.
 
     python bench/denormals.py --repeats 3
 """
@@ -20,12 +20,13 @@ import subprocess
 import sys
 
 CHILD = r"""
-import json, sys, time
-from row_rate import quiet_logging
+import json, sys
+from row_rate import rate_between_rows
 import rlpyt.runners.minibatch_rl as minibatch_rl
 from rlpyt.agents.dqn.minatar import MinAtarCatDqnAgent, MinAtarDqnAgent
 from rlpyt.algos.dqn.cat_dqn import CategoricalDQN
 from rlpyt.algos.dqn.dqn import DQN
+from rlpyt.cli.presets import MINATAR_PRESETS
 from rlpyt.envs.minatar import MinAtarEnv
 from rlpyt.runners.minibatch_rl import MinibatchRl
 from rlpyt.samplers.serial.sampler import SerialSampler
@@ -33,30 +34,15 @@ from rlpyt.samplers.serial.sampler import SerialSampler
 algo_name, flush, warmup, measured = sys.argv[1], sys.argv[2] == "flush", *map(int, sys.argv[3:5])
 if not flush:
     minibatch_rl.flush_denormals = lambda: False
-kw = dict(discount=0.99, batch_size=32, min_steps_learn=5_000, replay_size=100_000,
-          replay_ratio=32, target_update_interval=1_000, learning_rate=2.5e-4,
-          eps_steps=105_000, clip_grad_norm=None)
-if algo_name == "c51":
-    algo, agent = CategoricalDQN(V_min=-100.0, V_max=100.0, **kw), MinAtarCatDqnAgent()
-else:
-    algo, agent = DQN(delta_clip=1.0, **kw), MinAtarDqnAgent()
+preset = MINATAR_PRESETS["cat_dqn" if algo_name == "c51" else "dqn"]
+AlgoCls, AgentCls = ((CategoricalDQN, MinAtarCatDqnAgent) if algo_name == "c51"
+                     else (DQN, MinAtarDqnAgent))
+algo, agent = AlgoCls(**preset.algo_kwargs), AgentCls(**preset.agent_kwargs)
 sampler = SerialSampler(MinAtarEnv, dict(game="breakout"), batch_T=4, batch_B=1,
                         max_decorrelation_steps=0)
 runner = MinibatchRl(algo=algo, agent=agent, sampler=sampler, n_steps=warmup + measured,
                      log_interval_steps=measured, seed=0)
-marks, original = [], runner.log_diagnostics
-
-
-def mark(itr, *args, **kwargs):
-    marks.append((time.perf_counter(), (itr + 1) * runner.itr_batch_size))
-    return original(itr, *args, **kwargs)
-
-
-runner.log_diagnostics = mark
-with quiet_logging():
-    runner.train()
-(t0, s0), (t1, s1) = [m for m in marks if m[1] >= warmup][0], marks[-1]
-print(json.dumps((s1 - s0) / (t1 - t0)))
+print(json.dumps(rate_between_rows(runner, from_steps=warmup)))
 """
 
 

@@ -18,9 +18,10 @@ def quiet_logging():
         yield
 
 
-def rate_between_rows(runner) -> float:
-    """Train ``runner`` quietly; env steps per wall-clock second from its first log row to
-    its last (start-up, and the warm-up before the first row, excluded)."""
+def rate_between_rows(runner, from_steps: int = 0) -> float:
+    """Train ``runner`` quietly; env steps per wall-clock second from its first log row at
+    or after ``from_steps`` env steps to its last (start-up, and the warm-up before that
+    row, excluded)."""
     marks = []
     original = runner.log_diagnostics
 
@@ -31,5 +32,5 @@ def rate_between_rows(runner) -> float:
     runner.log_diagnostics = mark
     with quiet_logging():
         runner.train()
-    (t0, s0), (t1, s1) = marks[0], marks[-1]
+    (t0, s0), (t1, s1) = next(m for m in marks if m[1] >= from_steps), marks[-1]
     return (s1 - s0) / (t1 - t0)

@@ -13,6 +13,9 @@ __all__ = ["MINATAR_PREFIX", "MINATAR_PRESETS"]
 # RMSProp is a class, which a JSON config cannot name (bench/minatar/dqn.py uses it).  Training
 # returns are the paper's measure, so the presets evaluate rarely.
 _MINATAR_SAMPLER = dict(max_decorrelation_steps=0, eval_n_envs=4, eval_max_trajectories=8)
+_PAPER_DQN_SCHEDULE = dict(discount=0.99, batch_size=32, min_steps_learn=5_000,
+                           replay_size=100_000, replay_ratio=32, target_update_interval=1_000,
+                           learning_rate=2.5e-4, eps_steps=105_000, clip_grad_norm=None)
 MINATAR_PREFIX = "MinAtar/"
 """The id prefix of MinAtar envs (``MinAtar/Breakout``)."""
 MINATAR_PRESETS: dict[str, Preset] = {
@@ -20,10 +23,7 @@ MINATAR_PRESETS: dict[str, Preset] = {
         algo="rlpyt.algos.dqn.dqn:DQN",
         agents={"discrete": "rlpyt.agents.dqn.minatar:MinAtarDqnAgent"},
         env="MinAtar/Breakout",
-        algo_kwargs=dict(discount=0.99, batch_size=32, min_steps_learn=5_000,
-                         replay_size=100_000, replay_ratio=32, target_update_interval=1_000,
-                         learning_rate=2.5e-4, eps_steps=105_000, delta_clip=1.0,
-                         clip_grad_norm=None),
+        algo_kwargs=dict(_PAPER_DQN_SCHEDULE, delta_clip=1.0),
         agent_kwargs=dict(eps_final=0.1, eps_eval=0.0),
         sampler_kwargs=dict(batch_T=4, batch_B=1, **_MINATAR_SAMPLER),
         runner_kwargs=dict(n_steps=5_000_000, log_interval_steps=100_000),
@@ -37,10 +37,8 @@ MINATAR_PRESETS: dict[str, Preset] = {
         # C51 on the DQN preset's schedule (the paper's), so the two differ only in the
         # head and the loss.  The distribution's values are Dopamine's MinAtar configs':
         # 51 atoms on [-100, 100], Adam 2.5e-4 with epsilon 3.125e-4 (C51's optimizer).
-        algo_kwargs=dict(discount=0.99, batch_size=32, min_steps_learn=5_000,
-                         replay_size=100_000, replay_ratio=32, target_update_interval=1_000,
-                         learning_rate=2.5e-4, eps_steps=105_000, V_min=-100.0, V_max=100.0,
-                         clip_grad_norm=None, optim_kwargs=dict(eps=3.125e-4)),
+        algo_kwargs=dict(_PAPER_DQN_SCHEDULE, V_min=-100.0, V_max=100.0,
+                         optim_kwargs=dict(eps=3.125e-4)),
         agent_kwargs=dict(n_atoms=51, eps_final=0.1, eps_eval=0.0),
         sampler_kwargs=dict(batch_T=4, batch_B=1, **_MINATAR_SAMPLER),
         runner_kwargs=dict(n_steps=5_000_000, log_interval_steps=100_000),
