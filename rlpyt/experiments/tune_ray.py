@@ -24,11 +24,11 @@ from collections.abc import Callable
 
 from rlpyt.experiments.search_space import load_space_file
 from rlpyt.experiments.tune import TuneSettings, open_study, run_study, study_lock
+from rlpyt.utils.supervisor import RAY_TASK_CANCEL_S
 
 __all__ = ["run_study_on_ray", "tune_worker"]
 
 TOKEN_FILE = ".ray_tune_token"
-CANCEL_GRACE_SECONDS = 15.0
 
 
 def run_study_on_ray(settings: TuneSettings, ray_address: str | None = None,
@@ -92,7 +92,7 @@ def _wait(ray, refs: list) -> None:
     except BaseException:
         for ref in refs:
             ray.cancel(ref)  # KeyboardInterrupt in the task: it stops its runs.
-        ray.wait(refs, num_returns=len(refs), timeout=CANCEL_GRACE_SECONDS)
+        ray.wait(refs, num_returns=len(refs), timeout=RAY_TASK_CANCEL_S)
         raise
 
 

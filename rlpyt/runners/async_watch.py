@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import time
 
+from rlpyt.utils.supervisor import SAMPLER_EXIT_S
+
 __all__ = ["DEFAULT_PROGRESS_TIMEOUT_S", "SAMPLER_EXIT_GRACE_S", "AsyncWatch",
            "check_progress_timeout"]
 
 DEFAULT_PROGRESS_TIMEOUT_S = 300.0
-SAMPLER_EXIT_GRACE_S = 5.0  # After the sampler exited: time for its last messages.
+SAMPLER_EXIT_GRACE_S = SAMPLER_EXIT_S  # After the sampler exited: time for its last messages.
 BUSY_GAP_S = 5.0  # Checks this far apart: the optimizer was busy (a checkpoint, a row).
 
 

@@ -43,15 +43,22 @@ from dataclasses import dataclass
 __all__ = [
     "ASYNC_PROCESSES",
     "KILL_REAP_S",
+    "LAUNCHED_RUN",
+    "LAUNCHER_WAIT_S",
+    "MASTER_GONE_S",
     "RANKS",
     "RANKS_INTERRUPTED",
     "RANK_EXIT_S",
     "RANK_SNAPSHOT_S",
+    "RAY_ACTORS_CLOSE_S",
+    "RAY_TASK_CANCEL_S",
+    "SAMPLER_EXIT_S",
     "SAMPLER_WORKERS",
     "ParentGuard",
     "STACK_GRACE_S",
     "SignalInterrupt",
     "StopTimes",
+    "WORKER_ERROR_S",
     "child_processes",
     "child_setup",
     "describe_exit",
@@ -93,6 +100,16 @@ RANK_SNAPSHOT_S = 2.0  # after Ctrl-C or SIGTERM, rank 0's time for its last sna
 RANK_EXIT_S = 30.0  # after every rank reported, time to leave its group and exit
 KILL_REAP_S = 2.0  # after SIGKILL, time to be reaped
 STACK_GRACE_S = 1.0  # how long a hung child's stack dump may take to arrive
+WORKER_ERROR_S = 2.0  # how long to wait for a dead sampler worker's traceback message
+MASTER_GONE_S = 2.0  # a worker whose master died: time to unwind before SIGKILL
+SAMPLER_EXIT_S = 5.0  # an async sampler process that exited: time for its last messages
+RAY_ACTORS_CLOSE_S = 2.0  # Ray sampler actors: time to close their envs at shutdown
+# A launched run (rlpyt launch, rlpyt tune): its supervisor gives the script's process
+# group this long after SIGTERM before SIGKILL; the launcher waits for the supervisor a
+# little longer, so the supervisor finishes first; a cancelled Ray task gets longer still.
+LAUNCHED_RUN = StopTimes(join_s=0.0, terminate_s=5.0)
+LAUNCHER_WAIT_S = 8.0
+RAY_TASK_CANCEL_S = LAUNCHER_WAIT_S + 2.0
 
 
 # ---- start -------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 
 from rlpyt.samplers.base import WorkerError  # (raised here; importable from here too)
-from rlpyt.utils.supervisor import describe_exit, read_stack
+from rlpyt.utils.supervisor import WORKER_ERROR_S, describe_exit, read_stack
 
 __all__ = [
     "Command",
@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 POLL_S = 0.5  # How often blocked waits look for faults.
-ERROR_GRACE_S = 2.0  # How long to wait for a dead worker's traceback message.
+ERROR_GRACE_S = WORKER_ERROR_S  # How long to wait for a dead worker's traceback message.
 
 
 class Command(IntEnum):

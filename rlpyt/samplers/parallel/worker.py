@@ -36,11 +36,16 @@ import time
 
 from rlpyt.samplers.env_group import TimedEnv, localize_agent
 from rlpyt.samplers.parallel.control import Command, WorkerSpec, WorkerStopped
-from rlpyt.utils.supervisor import child_setup, dump_stack_on_sigusr1, failures_reported
+from rlpyt.utils.supervisor import (
+    MASTER_GONE_S,
+    child_setup,
+    dump_stack_on_sigusr1,
+    failures_reported,
+)
 
 __all__ = ["sampling_process"]
 
-MASTER_GONE_GRACE_S = 2.0  # After the master died: time to unwind before SIGKILL.
+MASTER_GONE_GRACE_S = MASTER_GONE_S  # After the master died: time to unwind before SIGKILL.
 
 
 def _enable_crash_tracebacks() -> None:

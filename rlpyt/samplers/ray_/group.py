@@ -33,6 +33,7 @@ import numpy as np
 
 from rlpyt.samplers.base import WorkerError
 from rlpyt.samplers.ray_.actor import LOST, EnvActor
+from rlpyt.utils.supervisor import RAY_ACTORS_CLOSE_S
 
 __all__ = ["ActorError", "ActorGroup", "ActorSpec", "import_ray"]
 
@@ -40,7 +41,7 @@ log = logging.getLogger(__name__)
 
 POLL_S = 0.5  # How often a wait looks for hung envs.
 PROBE_TIMEOUT_S = 10.0  # How long a hung actor may take to answer ``busy``.
-CLOSE_GRACE_S = 2.0  # How long actors get to close their envs at shutdown.
+CLOSE_GRACE_S = RAY_ACTORS_CLOSE_S  # How long actors get to close their envs at shutdown.
 RESTARTING_POLL_S = 0.5  # How often to ask an actor Ray is restarting whether it is back.
 PROBE_GROUP = "probe"
 

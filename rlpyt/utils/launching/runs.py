@@ -30,6 +30,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from rlpyt.utils.supervisor import LAUNCHER_WAIT_S
+
 __all__ = [
     "DONE_FILE",
     "LOG_FILE",
@@ -47,7 +49,7 @@ DONE_FILE = ".done"
 LOG_FILE = "launch.log"
 FAILED_ATTEMPTS_DIR = "failed_attempts"
 SUPERVISOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "supervisor.py")
-STOP_GRACE_SECONDS = 8.0  # Longer than the supervisor's own grace, so it finishes first.
+STOP_GRACE_SECONDS = LAUNCHER_WAIT_S  # Longer than the supervisor's own grace.
 
 
 @dataclasses.dataclass(frozen=True)

@@ -32,9 +32,9 @@ import time
 if not __package__:  # run as a script: the package this file belongs to, last on the path
     sys.path.append(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__))))))
-from rlpyt.utils.supervisor import die_with_parent  # noqa: E402
+from rlpyt.utils.supervisor import LAUNCHED_RUN, die_with_parent  # noqa: E402
 
-GRACE_SECONDS = 5.0
+GRACE_SECONDS = LAUNCHED_RUN.terminate_s
 
 
 def _pin(cpus: list[int]) -> None:
