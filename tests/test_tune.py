@@ -291,3 +291,26 @@ def test_tuners_as_ray_tasks_share_the_study(tmp_path):
     assert len({t.user_attrs["tuner"] for t in done}) == 2
     assert not (study / ".ray_tune_token").exists()
     assert _processes_naming(study) == []
+
+
+BROKEN_SPACE = """
+def space(trial):
+    if trial.number == 1:
+        raise RuntimeError("space broke on trial 1")
+    return {"algo.learning_rate": 1e-3}
+"""
+
+
+@pytest.mark.slow
+def test_a_failing_space_function_ends_the_study_and_leaves_no_trial_running(tmp_path, capsys):
+    space = tmp_path / "space.py"
+    space.write_text(BROKEN_SPACE)
+    study = tmp_path / "study"
+    code = main(["tune", "--study", str(study), "--trials", "3", "--space", str(space),
+                 "--pruner", "none", *CARTPOLE, "--n-steps", "2000"])
+    err = capsys.readouterr().err
+    assert code == 1 and "space broke on trial 1" in err, err
+    loaded = optuna.load_study(study_name="study", storage=f"sqlite:///{study}/study.db")
+    assert [t.state for t in loaded.trials] == [optuna.trial.TrialState.COMPLETE,
+                                                optuna.trial.TrialState.FAIL]
+    assert _processes_naming(study) == []

@@ -440,13 +440,19 @@ def _run_trials(study, settings: TuneSettings, say) -> None:
 
 
 def _start_trial(study, settings: TuneSettings, job: int, sets, say) -> _TrialRuns:
+    import optuna
+
     trial = study.ask()
     trial.set_user_attr("tuner", _tuner_id())
-    flags = draw_flags(trial, settings)
-    trial.set_user_attr("flags", flags)
     seeds = settings.seeds
     cpu_sets = sets[job * seeds:(job + 1) * seeds] if sets else [None] * seeds
-    runs = _TrialRuns(trial, flags, settings, cpu_sets)
+    try:
+        flags = draw_flags(trial, settings)
+        trial.set_user_attr("flags", flags)
+        runs = _TrialRuns(trial, flags, settings, cpu_sets)
+    except BaseException:  # A failing space function or start: no trial left running.
+        study.tell(trial, state=optuna.trial.TrialState.FAIL)
+        raise
     trial.set_user_attr("trial_dir", os.path.abspath(runs.dir))
     retry = trial.user_attrs.get("retry_of")
     again = f", again for trial {retry}" if retry is not None else ""
