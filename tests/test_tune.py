@@ -234,6 +234,14 @@ def test_a_killed_tuner_resumes_keeping_finished_trials_and_retrying_the_interru
     assert sum(s == optuna.trial.TrialState.COMPLETE for s in states) == 3
 
 
+def test_dashboard_without_optuna_dashboard_says_how_to_install_it(tmp_path, capsys,
+                                                                   monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no optuna-dashboard on it
+    code = main(["tune", "--study", str(tmp_path / "study"), "--trials", "1", "--dashboard",
+                 *CARTPOLE, "--algo.learning_rate", "uniform(1e-4,1e-3)"])
+    assert code == 2 and "pip install optuna-dashboard" in capsys.readouterr().err
+
+
 def test_a_study_started_with_other_settings_is_refused(tmp_path, capsys):
     study = tmp_path / "study"
     study.mkdir()
