@@ -33,7 +33,7 @@ from rlpyt.samplers.serial.sampler import SerialSampler
 
 algo_name, flush, warmup, measured = sys.argv[1], sys.argv[2] == "flush", *map(int, sys.argv[3:5])
 if not flush:
-    minibatch_rl.flush_denormals = lambda: False
+    minibatch_rl.flush_denormals = lambda on=True: False
 preset = MINATAR_PRESETS["cat_dqn" if algo_name == "c51" else "dqn"]
 AlgoCls, AgentCls = ((CategoricalDQN, MinAtarCatDqnAgent) if algo_name == "c51"
                      else (DQN, MinAtarDqnAgent))

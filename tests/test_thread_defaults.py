@@ -25,7 +25,8 @@ class ThreadRecordingPPO(PPO):
 
 
 def denormals_flushed() -> bool:
-    """Whether this thread's float32 arithmetic turns a denormal (1e-39) into zero."""
+    """Whether this thread's float32 arithmetic turns a denormal (1e-39) into zero (the
+    same test as ``rlpyt.utils.process.denormals_flushed``, written out)."""
     return float(torch.tensor([1e-39], dtype=torch.float64).float().mul(1.0)[0]) == 0.0
 
 
@@ -43,6 +44,7 @@ def _threads_during_training(affinity):
     try:
         runner.train()
         assert algo.seen_flushing and all(algo.seen_flushing)  # see flush_denormals
+        assert not denormals_flushed()  # the setting from before, restored at shutdown
         return algo.seen_threads
     finally:
         torch.set_num_threads(before)

@@ -146,7 +146,7 @@ class AsyncRlBase(MinibatchRlBase):
         # Pinned after forking: the sampler and copier start from the run's full CPU set.
         apply_affinity(optimizer_affinity.get("cpus"), threads,
                        optimizer_affinity.get("set_affinity", True))
-        flush_denormals()
+        self._denormals_were_flushed = flush_denormals()  # restored at shutdown
         self.agent.to_device(optimizer_affinity.get("cuda_idx"))  # After forking (CUDA).
         self.algo.optim_initialize(rank=0)
         if resume is not None:
@@ -360,3 +360,4 @@ class AsyncRlBase(MinibatchRlBase):
     def shutdown(self):
         self.diagnostics.stop()
         self.processes.stop()
+        self._restore_denormals()

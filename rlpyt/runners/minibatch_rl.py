@@ -185,7 +185,7 @@ class MinibatchRlBase(BaseRunner):
         cpus = self.affinity.get("master_cpus")
         threads, why = training_torch_threads(self.affinity.get("master_torch_threads"), cpus)
         apply_affinity(cpus, threads, self.affinity.get("set_affinity", True))
-        flush_denormals()
+        self._denormals_were_flushed = flush_denormals()  # restored at shutdown
         if self.rank == 0:
             logger.log(f"torch threads: {threads} ({why}; set affinity="
                        f"dict(master_torch_threads=N) to change)")
@@ -248,6 +248,14 @@ class MinibatchRlBase(BaseRunner):
     def shutdown(self):
         self.diagnostics.stop()
         self.sampler.shutdown()
+        self._restore_denormals()
+
+    def _restore_denormals(self) -> None:
+        """The process's denormal setting from before ``startup`` (``flush_denormals``)."""
+        before = getattr(self, "_denormals_were_flushed", None)
+        if before is not None:
+            flush_denormals(before)
+            self._denormals_were_flushed = None
 
     # ---- snapshots -----------------------------------------------------------------
     def get_itr_snapshot(self, itr: int) -> dict:

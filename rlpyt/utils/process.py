@@ -17,8 +17,8 @@ import os
 import warnings
 from collections.abc import Iterable
 
-__all__ = ["TORCHRUN_ENV", "apply_affinity", "available_cpus", "flush_denormals",
-           "granted_cpus", "launched_by_torchrun"]
+__all__ = ["TORCHRUN_ENV", "apply_affinity", "available_cpus", "denormals_flushed",
+           "flush_denormals", "granted_cpus", "launched_by_torchrun"]
 
 TORCHRUN_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
 """Set by ``torchrun`` (and any env:// launcher) in every process of a job."""
@@ -69,19 +69,31 @@ def _as_cpu_list(cpus) -> list[int]:
     return [int(c) for c in cpus]
 
 
-def flush_denormals() -> bool:
-    """Make this process's CPU arithmetic treat float32 values under 1.2e-38 (denormals)
-    as zero; returns whether the CPU supports it (x86 with SSE3, ARM).
+def denormals_flushed() -> bool:
+    """Whether this thread's float32 arithmetic treats denormals as zero."""
+    import torch  # Lazy: utils must import without torch.
+
+    return float(torch.tensor([1e-39], dtype=torch.float64).float().mul(1.0)[0]) == 0.0
+
+
+def flush_denormals(on: bool = True) -> bool:
+    """Make this thread's CPU arithmetic treat float32 values under 1.2e-38 (denormals)
+    as zero (``on``; False: keep them again); returns whether they were flushed before,
+    for ``flush_denormals(previous)`` to restore.
 
     Adam's moment estimates of a weight whose gradient stays zero (a MinAtar channel
     that rarely lights up) decay geometrically into denormals, where each operation
     costs up to a hundred times more: the optimizer step then dominates training.  No
     value RL training depends on lives down there; TensorFlow and JAX flush denormals on
-    CPU by default too.
+    CPU by default too.  The runners flush while they train and restore the previous
+    setting at shutdown, so code that runs after them in the same process (a notebook's
+    numerics, a test of subnormal floats) sees the process as it was.
     """
-    import torch  # Lazy: utils must import without torch.
+    import torch
 
-    return bool(torch.set_flush_denormal(True))
+    before = denormals_flushed()
+    torch.set_flush_denormal(on)
+    return before
 
 
 def apply_affinity(cpus=None, torch_threads=None, set_affinity: bool = True) -> None:
