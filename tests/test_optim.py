@@ -1,4 +1,5 @@
-"""Direct optimizer steps (rlpyt.algos.optim) against torch.optim's own step()."""
+"""Direct optimizer steps (rlpyt.algos.optim, made in rlpyt.algos.optim_fast) against
+torch.optim's own step()."""
 
 from __future__ import annotations
 
@@ -7,11 +8,13 @@ import copy
 import pytest
 import torch
 
-from rlpyt.algos import optim as optim_module
+from rlpyt.algos import optim_fast as optim_module
 from rlpyt.algos.optim import (
     COMPILE_MIN_WORK,
     CompiledRmspropStep,
     FusedAdamStep,
+    clip_grad_norm,
+    clip_grad_norms,
     direct_step_for,
     make_optimizer,
 )
@@ -234,8 +237,8 @@ def test_clipping_without_foreach_ops_gives_the_same_numbers(monkeypatch, max_no
         if renamed:
             _rename(monkeypatch, "foreach_norm")
             _rename(monkeypatch, "foreach_mul_")
-        one = clipped(lambda ps: [optim_module.clip_grad_norm(ps, max_norm)])
-        groups = clipped(lambda ps: optim_module.clip_grad_norms([ps[:1], ps[1:]], max_norm))
+        one = clipped(lambda ps: [clip_grad_norm(ps, max_norm)])
+        groups = clipped(lambda ps: clip_grad_norms([ps[:1], ps[1:]], max_norm))
         runs.append((one, groups))
     for (norms_a, grads_a), (norms_b, grads_b) in zip(*runs):
         assert all(torch.equal(a, b) for a, b in zip(norms_a, norms_b))
