@@ -102,3 +102,14 @@ def test_globs_folders_and_errors(grid, tmp_path_factory):
 def test_flat_params_names_nested_keys_with_dots():
     assert flat_params(dict(a=1, b=dict(c=[1, 2], d=dict(e=None)))) == {
         "a": 1, "b.c": (1, 2), "b.d.e": None}
+
+
+def test_a_line_the_writer_has_not_finished_is_left_out(tmp_path):
+    """A run still being written: ``progress.csv`` read between the writer's bytes."""
+    run = write_run(tmp_path / "live/run_0", [(0, 100, 1.0), (1, 200, 2.0)])
+    with open(run / "progress.csv", "a") as f:
+        f.write("2,30")  # "2,300,3.0" cut short: CumSteps would read 30
+    table = rlpyt.load_runs(run, params=False)
+    assert table["CumSteps"].tolist() == [100, 200]
+    (run / "progress.csv").write_text("Iteration,CumSt")  # not even a whole header yet
+    assert rlpyt.load_runs(tmp_path / "live", params=False).empty

@@ -72,7 +72,8 @@ def load_runs(paths: str | os.PathLike | Iterable[str | os.PathLike], params: bo
     (``algo.learning_rate``, ``env.id``, ...).  ``finished`` is True when the run's last
     row has ``CumSteps`` at or past its planned ``runner.n_steps``, False when it stopped
     short (still running, or killed), and None when the run has no ``params.json`` to
-    say.  A run without rows yet contributes no rows.  Rows that repeat an earlier
+    say.  A run without rows yet contributes no rows, and of a run being written only
+    the lines complete when read count.  Rows that repeat an earlier
     ``CumSteps`` of the same run (a killed run's extra row, from a version that did not
     cut them back on resume) keep the later one.
     """
@@ -103,11 +104,17 @@ def load_runs(paths: str | os.PathLike | Iterable[str | os.PathLike], params: bo
 
 
 def _read_progress(run_dir: str):
+    """The run's rows; of a run being written, the lines complete when read (a line cut
+    short by the writer is left out)."""
+    import io
+
     import pandas as pd
 
-    file = os.path.join(run_dir, PROGRESS_FILE)
+    with open(os.path.join(run_dir, PROGRESS_FILE), "rb") as f:
+        text = f.read()
+    text = text[:text.rfind(b"\n") + 1]
     try:
-        table = pd.read_csv(file)
+        table = pd.read_csv(io.BytesIO(text))
     except pd.errors.EmptyDataError:  # created, nothing logged yet
         return pd.DataFrame()
     if "CumSteps" in table and table["CumSteps"].duplicated().any():
