@@ -1,6 +1,6 @@
-"""CPU time per Pong frame on each side of ``bench/peers.py``'s random-action row.
+"""CPU time per Pong frame on each side of ``bench/peer_throughput.py``'s random-action row.
 
-``bench/peers.py`` compares wall-clock frames/s, which mixes two things: how much CPU
+``bench/peer_throughput.py`` compares wall-clock frames/s, which mixes two things: how much CPU
 each side spends per frame, and how well it keeps the cores busy.  This bench measures
 the first alone: every contender steps 8 Pong envs with random actions in **one
 thread** (frame skip 4, 4 stacked 104x80 grayscale frames, episodic lives, 30 no-op

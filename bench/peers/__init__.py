@@ -1,4 +1,4 @@
-"""Peer libraries in their own virtual environments, for ``bench/peers.py``.
+"""Peer libraries in their own virtual environments, for ``bench/peer_throughput.py``.
 
 A peer whose pins clash with ours (Sample Factory needs ``numpy<2`` and
 ``gymnasium<1``) cannot share our environment, so each peer gets one venv of its own

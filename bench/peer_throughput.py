@@ -33,8 +33,8 @@ machine every side sees the same load because repeats alternate), and the cores 
 whole machine was busy (start-up included): near the core count, a side is bound by
 the CPU.  Frames are emulator frames: 4 per agent step on Atari, 1 on MinAtar.
 
-    python bench/peers.py --repeats 3 --out peers.md
-    python bench/peers.py --size tiny --repeats 1     # smoke test
+    python bench/peer_throughput.py --repeats 3 --out peers.md
+    python bench/peer_throughput.py --size tiny --repeats 1     # smoke test
 """
 
 from __future__ import annotations
