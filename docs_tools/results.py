@@ -580,7 +580,9 @@ def c51_table(results: Path) -> str:
     commands = ["C51's command (`$S` in " + seeds + "):", ""] + [
         f"- **{g}**: `{train_command(C51_ALGO, 'MinAtar/' + g, 'minatar', MINATAR_RUN_TO)}`"
         for g in C51_GAMES]
-    return "\n".join(lines) + "\n\n" + "\n".join(commands)
+    figures = [figure_line(c51_plot_name(g), f"MinAtar {g}: C51 beside DQN")
+               for g in C51_GAMES if c51_runs(results, g)]
+    return "\n\n".join(["\n".join(lines), "\n".join(commands)] + figures)
 
 
 def minatar_plot_name(game: str) -> str:
@@ -772,6 +774,40 @@ def draw_published(ax, results: Path, row: Row, color: str) -> None:
                         label=f"{entry['algorithm']} on {entry['task']} (published)")
 
 
+def plot_c51(results: Path, game: str, out: Path) -> Path:
+    """C51's training return beside our DQN's on one MinAtar game (mean and min-max over
+    seeds), with the paper's DQN dashed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from rlpyt.cli.plot import aggregate, load_curve
+
+    fig, ax = plt.subplots(figsize=(5.2, 3.6))
+    for color, label, runs, column in (
+            ("tab:orange", "rlpyt C51", c51_runs(results, game), "TrainReturnAverage"),
+            ("tab:blue", "rlpyt DQN", minatar_runs(results, game), "ReturnAverage")):
+        if not runs:
+            continue
+        curves = [load_curve(str(r), column)[:2] for r in runs]
+        grid, mean, low, high = aggregate(curves, "minmax")
+        ax.plot(grid, mean, color=color, label=f"{label} ({len(runs)} seeds)")
+        ax.fill_between(grid, low, high, color=color, alpha=0.25)
+    report.plot_paper_curve(ax, game, "dqn", color="black", linestyle="--", marker=".")
+    ax.set_xlim(0, MINATAR_RUN_TO * 1.05)
+    ax.set_title(f"MinAtar {game}: C51 beside DQN")
+    ax.set_xlabel("frames")
+    ax.set_ylabel("return, latest 100 training episodes")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return report.save_figure(fig, out, c51_plot_name(game))
+
+
+def c51_plot_name(game: str) -> str:
+    return f"minatar_{C51_ALGO}_{game}.png"
+
+
 def plot_all(results: Path, out: Path) -> list[Path]:
     paths = []
     for family in FAMILIES:
@@ -780,6 +816,7 @@ def plot_all(results: Path, out: Path) -> list[Path]:
                 if minatar_runs(results, game):
                     paths.append(report.plot_vs_paper(results / "minatar", MINATAR_ALGO, game,
                                                       out, spread="minmax"))
+            paths += [plot_c51(results, g, out) for g in C51_GAMES if c51_runs(results, g)]
             continue
         rows = [r for r in ROWS if r.family == family]
         for first in unique_tasks(rows):
