@@ -147,6 +147,15 @@ def test_a_study_finds_a_better_learning_rate_than_a_bad_one(tmp_path, capsys):
     assert main([*command[1:], "--n-steps", "2000", "--log-dir", str(tmp_path / "best")]) == 0
 
 
+def _tune_with_space(tmp_path, text: str, *flags: str):
+    """``rlpyt tune`` on CartPole with a space file of ``text``: (study folder, exit code)."""
+    space = tmp_path / "space.py"
+    space.write_text(text)
+    study = tmp_path / "study"
+    return study, main(["tune", "--study", str(study), "--space", str(space), *flags,
+                        *CARTPOLE])
+
+
 SPACE = """
 def space(trial):
     # Trial 0 learns in a short run, every later one cannot learn in a long one: the
@@ -169,11 +178,8 @@ def _processes_naming(path) -> list:
 
 @pytest.mark.slow
 def test_a_pruned_trial_stops_its_runs_and_is_marked(tmp_path, capsys):
-    space = tmp_path / "space.py"
-    space.write_text(SPACE)
-    study = tmp_path / "study"
-    code = main(["tune", "--study", str(study), "--trials", "2", "--space", str(space),
-                 "--startup-trials", "1", "--warmup-steps", "4000", *CARTPOLE])
+    study, code = _tune_with_space(tmp_path, SPACE, "--trials", "2", "--startup-trials", "1",
+                                   "--warmup-steps", "4000")
     out = capsys.readouterr().out
     assert code == 0 and "[trial 1 PRUNED]" in out, out
     marker = json.loads((study / "trial_0001" / ".pruned").read_text())
@@ -264,11 +270,8 @@ def space(trial):
 
 @pytest.mark.slow
 def test_a_failing_trial_is_reported_and_the_study_goes_on(tmp_path, capsys):
-    space = tmp_path / "space.py"
-    space.write_text(FAILING_SPACE)
-    study = tmp_path / "study"
-    code = main(["tune", "--study", str(study), "--trials", "2", "--space", str(space),
-                 "--pruner", "none", *CARTPOLE, "--n-steps", "2000"])
+    study, code = _tune_with_space(tmp_path, FAILING_SPACE, "--trials", "2", "--pruner",
+                                   "none", "--n-steps", "2000")
     out = capsys.readouterr().out
     assert code == 0, out
     assert "[trial 0 FAILED] trial_0000/run_0 exit code 2: rlpyt train: error: " in out, out
@@ -311,11 +314,8 @@ def space(trial):
 
 @pytest.mark.slow
 def test_a_failing_space_function_ends_the_study_and_leaves_no_trial_running(tmp_path, capsys):
-    space = tmp_path / "space.py"
-    space.write_text(BROKEN_SPACE)
-    study = tmp_path / "study"
-    code = main(["tune", "--study", str(study), "--trials", "3", "--space", str(space),
-                 "--pruner", "none", *CARTPOLE, "--n-steps", "2000"])
+    study, code = _tune_with_space(tmp_path, BROKEN_SPACE, "--trials", "3", "--pruner",
+                                   "none", "--n-steps", "2000")
     err = capsys.readouterr().err
     assert code == 1 and "space broke on trial 1" in err, err
     loaded = optuna.load_study(study_name="study", storage=f"sqlite:///{study}/study.db")
