@@ -72,7 +72,8 @@ def add_tune_parser(subparsers):
                    help="local (default): trials on this machine's cores, pinned; ray: "
                         "--jobs tuners as Ray tasks sharing the study's storage")
     p.add_argument("--ray-address", default=None,
-                   help="the Ray cluster to join (default: start a local Ray)")
+                   help="the Ray cluster to join ('auto': the one running on this machine; "
+                        "default: start a local Ray of the tuner's own)")
     p.add_argument("--dashboard", action="store_true",
                    help="serve optuna-dashboard on the study while it runs (needs "
                         "pip install optuna-dashboard)")

@@ -35,7 +35,9 @@ def run_study_on_ray(settings: TuneSettings, ray_address: str | None = None,
                      say: Callable[[str], None] = print):
     """Run the study with ``settings.jobs`` tuners as Ray tasks; returns the study.
 
-    Starts (and at the end shuts down) Ray unless this process has initialised it."""
+    Starts (and at the end shuts down) Ray unless this process has initialised it:
+    without ``ray_address`` a local Ray of its own, with it the cluster it names
+    (``"auto"``: the one running on this machine)."""
     try:
         import ray
     except ImportError:
@@ -48,7 +50,8 @@ def run_study_on_ray(settings: TuneSettings, ray_address: str | None = None,
     if started_here:
         # Every tuner's lines, not Ray's deduplication of similar ones across tasks.
         os.environ.setdefault("RAY_DEDUP_LOGS", "0")
-        ray.init(address=ray_address, include_dashboard=False)
+        # "local": a Ray of its own, not one another program runs here ("auto" joins that).
+        ray.init(address=ray_address or "local", include_dashboard=False)
     token = uuid.uuid4().hex
     token_path = os.path.join(settings.study_dir, TOKEN_FILE)
     try:
