@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import uuid
 from collections.abc import Callable
 
 from rlpyt.experiments.search_space import load_space_file
 from rlpyt.experiments.tune import TuneSettings, open_study, run_study, study_lock
+from rlpyt.utils.launching.ray_backend import sees_token, write_token
 from rlpyt.utils.supervisor import RAY_TASK_CANCEL_S
 
 __all__ = ["run_study_on_ray", "tune_worker"]
@@ -52,14 +52,12 @@ def run_study_on_ray(settings: TuneSettings, ray_address: str | None = None,
         os.environ.setdefault("RAY_DEDUP_LOGS", "0")
         # "local": a Ray of its own, not one another program runs here ("auto" joins that).
         ray.init(address=ray_address or "local", include_dashboard=False)
-    token = uuid.uuid4().hex
     token_path = os.path.join(settings.study_dir, TOKEN_FILE)
     try:
         with study_lock(settings.study_dir):
             _check_cluster(ray, settings)
             study = open_study(settings, say)
-            with open(token_path, "w") as f:
-                f.write(token)
+            token = write_token(settings.study_dir, TOKEN_FILE)
             task = ray.remote(tune_worker).options(num_cpus=settings.seeds, max_retries=0)
             # Each tuner its own sampler seed: the same seed would draw the same trials.
             refs = [task.remote(dataclasses.replace(settings, jobs=1, space=None,
@@ -101,12 +99,7 @@ def _wait(ray, refs: list) -> None:
 
 def tune_worker(settings: TuneSettings, token: str) -> None:
     """Body of one Ray task: a tuner of the study, on this node."""
-    try:
-        with open(os.path.join(settings.study_dir, TOKEN_FILE)) as f:
-            sees_study = f.read() == token
-    except OSError:
-        sees_study = False
-    if not sees_study:
+    if not sees_token(settings.study_dir, token, TOKEN_FILE):
         raise FileNotFoundError(
             f"this Ray node does not see the study folder {settings.study_dir}: put it on a "
             f"filesystem every node sees")

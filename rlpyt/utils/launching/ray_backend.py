@@ -36,7 +36,7 @@ from rlpyt.utils.launching.runs import (
 )
 from rlpyt.utils.launching.variant import save_variant
 
-__all__ = ["run_on_ray", "run_task"]
+__all__ = ["run_on_ray", "run_task", "sees_token", "write_token"]
 
 TOKEN_FILE = ".ray_launch_token"
 
@@ -81,7 +81,7 @@ def run_on_ray(
         ray.init(address=ray_address, include_dashboard=False)
     elif ray_address is not None:
         say(f"Ray is already initialised in this process; ignoring ray_address={ray_address!r}")
-    token = _write_token(exp_dir)
+    token = write_token(exp_dir)
     try:
         _check_cluster_fits(ray, n_cpus, n_gpus)
         task = ray.remote(run_task).options(num_cpus=n_cpus, num_gpus=n_gpus, max_retries=0)
@@ -172,7 +172,7 @@ def run_task(
             f"filesystem every node sees, or ship it with Ray's runtime_env"
         )
     env = {LAUNCHER_CPUS_ENV: None}  # The run lays its code over this node's CPUs.
-    if _sees_token(exp_dir, token):
+    if sees_token(exp_dir, token):
         return execute_run(request, run_code, env=env), None
     with tempfile.TemporaryDirectory(prefix="rlpyt_run_") as tmp:
         local = dataclasses.replace(request, setting_dir=os.path.join(tmp, request.log_dir))
@@ -181,16 +181,19 @@ def run_task(
         return result, _pack(local.run_dir)
 
 
-def _write_token(exp_dir: str) -> str:
+def write_token(folder: str, name: str = TOKEN_FILE) -> str:
+    """A fresh token written to ``folder/name``: a Ray task that reads the same token
+    there sees the driver's filesystem."""
     token = uuid.uuid4().hex
-    with open(os.path.join(exp_dir, TOKEN_FILE), "w") as f:
+    with open(os.path.join(folder, name), "w") as f:
         f.write(token)
     return token
 
 
-def _sees_token(exp_dir: str, token: str) -> bool:
+def sees_token(folder: str, token: str, name: str = TOKEN_FILE) -> bool:
+    """Whether this node reads the driver's ``token`` in ``folder/name``."""
     try:
-        with open(os.path.join(exp_dir, TOKEN_FILE)) as f:
+        with open(os.path.join(folder, name)) as f:
             return f.read() == token
     except OSError:
         return False
