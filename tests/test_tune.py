@@ -106,6 +106,8 @@ def test_cpus_are_shared_out():
     (["--sampler-type", "nosuch", "--algo.learning_rate", "uniform(0.1,0.2)"],
      "--sampler-type: invalid choice: 'nosuch'"),
     (["--algo.OptimCls", "choice(torch.optim.Adam, torch.optim.Nope)"], "torch.optim.Nope"),
+    (["--prune-startup-trials", "-1", "--algo.learning_rate", "uniform(0.1,0.2)"],
+     "--prune-startup-trials -1: must be >= 0"),
 ])
 def test_bad_flags_fail_in_one_line_before_any_trial(tmp_path, capsys, flags, message):
     study = tmp_path / "study"
@@ -179,7 +181,7 @@ def _processes_naming(path) -> list:
 @pytest.mark.slow
 def test_a_pruned_trial_stops_its_runs_and_is_marked(tmp_path, capsys):
     study, code = _tune_with_space(tmp_path, SPACE, "--trials", "2", "--startup-trials", "1",
-                                   "--warmup-steps", "4000")
+                                   "--prune-startup-trials", "1", "--warmup-steps", "4000")
     out = capsys.readouterr().out
     assert code == 0 and "[trial 1 PRUNED]" in out, out
     marker = json.loads((study / "trial_0001" / ".pruned").read_text())

@@ -50,6 +50,10 @@ PEERS = {
     # SB3's A2C as the RL Baselines3 Zoo trains it on MuJoCo (bench/sb3_a2c_mujoco.py).
     "sb3": Peer("sb3", ("stable-baselines3==2.9.2", "gymnasium[mujoco]==1.4.0",
                         "mujoco==4.0.0", "numpy==2.4.6", TORCH)),
+    # The RL Baselines3 Zoo's ``--optimize`` (bench/zoo_tune.py), with the Optuna we pin.
+    "zoo": Peer("zoo", ("rl_zoo3==2.9.2", "stable-baselines3==2.9.2", "sb3_contrib==2.9.2",
+                        "optuna==5.0.0", "pandas==3.1.1", "gymnasium==1.4.0",
+                        "numpy==2.4.6", TORCH)),
     # rliable 1.2 needs arch < 8, and arch 7 does not import beside pandas 3 (ours).
     "rliable": Peer("rliable", ("rliable==1.2.0", "arch==7.2.0", "pandas<3",
                                 "numpy==2.4.6", "scipy==1.17.1")),

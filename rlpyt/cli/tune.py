@@ -57,6 +57,8 @@ def add_tune_parser(subparsers):
                    help="the sampler: tpe (default) or random")
     p.add_argument("--startup-trials", type=int, default=10,
                    help="random trials before TPE models the results (default 10)")
+    p.add_argument("--prune-startup-trials", type=int, default=5,
+                   help="trials the median pruner lets finish before it prunes (default 5)")
     p.add_argument("--warmup-steps", type=float, default=None,
                    help="env steps of a run before it may be pruned (default: a third "
                         "of --n-steps, as the RL Zoo)")
@@ -149,7 +151,8 @@ def run_tune(args, extra: list[str]) -> int:
                       f"0..--seeds-1, folders <study>/trial_<k>/run_<seed>); leave it out")
     for name, value, low in (("--trials", args.trials, 1), ("--jobs", args.jobs, 1),
                              ("--seeds", args.seeds, 1), ("--last", args.last, 1),
-                             ("--startup-trials", args.startup_trials, 0)):
+                             ("--startup-trials", args.startup_trials, 0),
+                             ("--prune-startup-trials", args.prune_startup_trials, 0)):
         if value < low:
             return _error(f"{name} {value}: must be >= {low}")
     if args.dashboard and shutil.which("optuna-dashboard") is None:
@@ -185,7 +188,8 @@ def run_tune(args, extra: list[str]) -> int:
         space_file=os.path.abspath(args.space) if args.space else None, jobs=args.jobs,
         seeds=args.seeds, objective=args.objective, last=args.last, auc=args.auc,
         direction="minimize" if args.minimize else "maximize", pruner=args.pruner,
-        search=args.search, startup_trials=args.startup_trials, warmup_steps=warmup,
+        search=args.search, startup_trials=args.startup_trials,
+        prune_startup_trials=args.prune_startup_trials, warmup_steps=warmup,
         storage=args.storage, study_name=args.study_name, tune_seed=args.tune_seed)
     print(f"Study {settings.name!r} in {settings.storage_url}: {args.trials} trials, "
           f"{args.jobs} at once, {args.seeds} seed(s) each; {settings.direction} "

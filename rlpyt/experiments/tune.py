@@ -69,8 +69,10 @@ class TuneSettings:
         pruner: ``median`` (Optuna's MedianPruner, default), ``halving``
             (successive halving) or ``none``.
         search: ``tpe`` (Optuna's TPE, default) or ``random``.
-        startup_trials: trials drawn at random before TPE models the results, and
-            before the median pruner prunes (default 10, as the RL Zoo).
+        startup_trials: trials drawn at random before TPE models the results
+            (default 10, as the RL Zoo).
+        prune_startup_trials: trials the median pruner lets finish before it prunes
+            (default 5, Optuna's own; the RL Zoo uses ``startup_trials``).
         warmup_steps: env steps of a run before it may be pruned (default 0).
         storage: an Optuna storage URL (default None: ``sqlite:///<study_dir>/study.db``).
         study_name: the study's name in the storage (default: the folder's name).
@@ -93,6 +95,7 @@ class TuneSettings:
     pruner: str = "median"
     search: str = "tpe"
     startup_trials: int = 10
+    prune_startup_trials: int = 5
     warmup_steps: int = 0
     storage: str | None = None
     study_name: str | None = None
@@ -103,6 +106,7 @@ class TuneSettings:
         checks = [("trials", self.trials >= 1), ("jobs", self.jobs >= 1),
                   ("seeds", self.seeds >= 1), ("last", self.last >= 1),
                   ("startup_trials", self.startup_trials >= 0),
+                  ("prune_startup_trials", self.prune_startup_trials >= 0),
                   ("warmup_steps", self.warmup_steps >= 0)]
         for name, ok in checks:
             if not ok:
@@ -324,7 +328,7 @@ def _make_study(settings: TuneSettings):
     else:
         sampler = optuna.samplers.RandomSampler(seed=settings.tune_seed)
     if settings.pruner == "median":
-        pruner = optuna.pruners.MedianPruner(n_startup_trials=min(settings.startup_trials, 5))
+        pruner = optuna.pruners.MedianPruner(n_startup_trials=settings.prune_startup_trials)
     elif settings.pruner == "halving":
         pruner = optuna.pruners.SuccessiveHalvingPruner()
     else:
