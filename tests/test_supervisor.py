@@ -240,3 +240,147 @@ def test_a_run_stops_on_a_swallowed_sigterm_before_its_next_iteration(tmp_path):
         with pytest.raises(SignalInterrupt):
             runner.train()
     assert trained == []  # Stopped before its first iteration, not after 10k steps.
+
+
+# ---- process groups, the parent watch and stop signals ----------------------------------------
+GROUP_QUICK = StopTimes(join_s=0.0, terminate_s=0.5)
+_TERM_IGNORING_GROUP = (
+    "import os, signal, subprocess, sys, time\n"
+    "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+    "kid = subprocess.Popen([sys.executable, '-c', 'import signal, time; "
+    "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)'])\n"
+    "print(kid.pid, flush=True)\n"
+    "time.sleep(60)\n")
+
+
+def _start_group(code: str):
+    import subprocess
+    import sys
+
+    leader = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                              start_new_session=True)
+    return leader, int(leader.stdout.readline())
+
+
+def test_stop_group_kills_a_group_that_ignores_sigterm_after_the_stated_time():
+    from rlpyt.utils.supervisor import GROUP_SETTLE_S, stop_group
+
+    leader, kid = _start_group(_TERM_IGNORING_GROUP)
+    start = time.monotonic()
+    stop_group(leader.pid, GROUP_QUICK, leader=leader)
+    elapsed = time.monotonic() - start
+    assert leader.returncode == -signal.SIGKILL
+    assert _wait_gone(kid, 2.0)
+    assert GROUP_QUICK.terminate_s - 0.1 < elapsed < \
+        GROUP_QUICK.terminate_s + GROUP_SETTLE_S + KILL_REAP_S
+
+
+def test_stop_group_lets_a_leader_that_leaves_on_sigterm_go_at_once_and_kills_the_rest():
+    from rlpyt.utils.supervisor import stop_group
+
+    # The leader exits on SIGTERM (Python's default), its child ignores it.
+    code = _TERM_IGNORING_GROUP.replace("signal.signal(signal.SIGTERM, signal.SIG_IGN)\nkid",
+                                        "kid", 1)
+    leader, kid = _start_group(code)
+    start = time.monotonic()
+    stop_group(leader.pid, StopTimes(join_s=0.0, terminate_s=5.0), leader=leader)
+    assert time.monotonic() - start < 2.0
+    assert leader.returncode == -signal.SIGTERM
+    assert _wait_gone(kid, 2.0)  # killed (a zombie until its new parent reaps it)
+
+
+def test_stop_group_without_a_leader_waits_for_the_group_to_empty():
+    from rlpyt.utils.supervisor import stop_group
+
+    leader, kid = _start_group(_TERM_IGNORING_GROUP)
+    stop_group(leader.pid, GROUP_QUICK)  # this process does not hold the leader
+    assert _wait_gone(kid, 2.0) and _wait_gone(leader.pid, 2.0)
+    leader.wait(5)
+
+
+def _watches_its_parent(pids):
+    from rlpyt.utils.supervisor import exit_when_parent_dies
+
+    child_setup(torch_threads=None)
+    alive = exit_when_parent_dies(grace_s=0.5)
+    grandchild = ctx.Process(target=time.sleep, args=(60,))
+    grandchild.start()
+    pids.put((os.getpid(), grandchild.pid, alive()))
+    time.sleep(60)
+
+
+def _middle_with_a_watcher(pids):
+    # This process's child runs the watch; no PR_SET_PDEATHSIG for it (spawned under
+    # fork but the watch must work alone, as on macOS).
+    child = ctx.Process(target=_watches_its_parent, args=(pids,))
+    child.start()
+    time.sleep(60)
+
+
+def test_a_child_whose_parent_dies_ends_itself_and_what_it_started(monkeypatch):
+    import rlpyt.utils.supervisor as supervisor
+
+    monkeypatch.setattr(supervisor, "die_with_parent", lambda *a, **k: False)
+    pids = ctx.Queue()
+    middle = ctx.Process(target=_middle_with_a_watcher, args=(pids,))
+    middle.start()
+    watcher, grandchild, parent_alive = pids.get(timeout=10)
+    assert parent_alive
+    os.kill(middle.pid, signal.SIGKILL)
+    middle.join(5)
+    assert _wait_gone(watcher, 3.0) and _wait_gone(grandchild, 3.0)
+
+
+def test_interrupt_on_signals_raises_for_each_named_signal_and_nests():
+    from rlpyt.utils.supervisor import SignalInterrupt, interrupt_on_signals
+
+    before = signal.getsignal(signal.SIGHUP)
+    with interrupt_on_signals():
+        with interrupt_on_signals(signal.SIGTERM, signal.SIGHUP):
+            with pytest.raises(SignalInterrupt) as raised:
+                os.kill(os.getpid(), signal.SIGHUP)
+                time.sleep(1)
+            assert raised.value.signum == signal.SIGHUP
+        with pytest.raises(SignalInterrupt) as raised:  # the outer block's SIGTERM
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(1)
+        assert raised.value.signum == signal.SIGTERM
+    assert signal.getsignal(signal.SIGHUP) == before
+
+
+def _records_signals(queue):
+    from rlpyt.utils.supervisor import StopSignals
+
+    stop = StopSignals(signal.SIGTERM, signal.SIGHUP)
+    queue.put("ready")
+    while stop.signum is None:
+        time.sleep(0.01)
+    first = stop.signum
+    queue.put("stopping")
+    time.sleep(0.5)  # a second signal lands here and changes nothing
+    queue.put(first if stop.signum == first else -1)
+
+
+def test_stop_signals_keeps_the_first_and_outlives_a_second():
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_records_signals, args=(queue,))
+    proc.start()
+    assert queue.get(timeout=10) == "ready"
+    os.kill(proc.pid, signal.SIGHUP)
+    assert queue.get(timeout=10) == "stopping"
+    os.kill(proc.pid, signal.SIGTERM)
+    assert queue.get(timeout=10) == signal.SIGHUP
+    proc.join(5)
+    assert proc.exitcode == 0
+
+
+def test_join_all_shares_one_deadline():
+    from rlpyt.utils.supervisor import join_all
+
+    procs = [ctx.Process(target=time.sleep, args=(60,)) for _ in range(3)]
+    for proc in procs:
+        proc.start()
+    start = time.monotonic()
+    join_all(procs, 0.5)
+    assert time.monotonic() - start < 1.0
+    kill_processes(procs)

@@ -22,6 +22,7 @@ import torch.distributed as dist
 
 from rlpyt.utils.supervisor import (
     RANK_EXIT_S,
+    RANK_FAILURE_WINDOW_S,
     RANK_SNAPSHOT_S,
     RANKS,
     RANKS_INTERRUPTED,
@@ -31,6 +32,7 @@ from rlpyt.utils.supervisor import (
     exit_now,
     failures_reported,
     guarded_target,
+    join_all,
     kill_processes,
     signal_processes,
     stop_processes,
@@ -40,7 +42,6 @@ __all__ = ["SyncRlError", "spawn_ranks"]
 
 _POLL_S = 0.2
 STORE_HOST = "127.0.0.1"  # The ranks' rendezvous store: spawned ranks are local.
-_FAILURE_WINDOW_S = 1.0  # after a first failure, collect the others' for the report
 # A rank whose peer died fails inside a collective with one of these; it is not the cause.
 _PEER_LOSS_MARKS = ("DistBackendError", "Connection closed by peer", "Connection reset by peer",
                     "gloo", "NCCL", "Broken pipe")
@@ -79,9 +80,7 @@ def spawn_ranks(runner, n_ranks: int, log_state: dict):
         summary = _watch_ranks(procs, conns, started)
         # A rank reports before it leaves its process group and exits: give it time
         # to finish on its own (a signal in its teardown can abort it mid-way).
-        deadline = time.monotonic() + RANK_EXIT_S
-        for proc in procs:
-            proc.join(max(deadline - time.monotonic(), 0))
+        join_all(procs, RANK_EXIT_S)
         return summary
     except KeyboardInterrupt as e:
         if len(started) < len(procs):
@@ -95,9 +94,7 @@ def spawn_ranks(runner, n_ranks: int, log_state: dict):
         # to this launcher alone, reaches only it): pass the signal on, once, and let
         # rank 0 write its last snapshot and exit.
         signal_processes(procs, getattr(e, "signum", signal.SIGINT))
-        deadline = time.monotonic() + RANK_SNAPSHOT_S
-        for proc in procs:
-            proc.join(max(deadline - time.monotonic(), 0))
+        join_all(procs, RANK_SNAPSHOT_S)
         stop_processes(procs, RANKS_INTERRUPTED)
         raise
     finally:
@@ -111,11 +108,11 @@ def _spawned_rank_main(guard: ParentGuard, runner, rank: int, world_size: int,
                        store_port: int, conn, log_state: dict) -> None:
     """A rank's process; ``guard`` did its work while being unpickled (a launcher killed
     with SIGKILL takes its ranks with it, even one killed while they were starting)."""
-    os.setpgid(0, 0)  # signals come from the launcher only, once (see spawn_ranks)
+    # Signals come from the launcher only, once (see spawn_ranks): a group of its own.
     # Python's SIGINT handler (even in a background job): rank 0 writes its last
     # snapshot.  SIGTERM stays the launcher's stop.  The guard did the rest.
     child_setup(sigint="raise", exit_on_sigterm=False, torch_threads=None,
-                fork_server=True)
+                fork_server=True, own_group=True)
     runner._launcher_conn = conn  # for SyncRl.startup's "started"
     code = 1
     with failures_reported(lambda text: conn.send(("error", text)), quiet=(), exit_code=None):
@@ -138,7 +135,7 @@ def _watch_ranks(procs: list, conns: list, started: set):
     open_conns = dict(enumerate(conns))
     first_failure = None
     while len(done) + len(failures) < len(procs):
-        if first_failure is not None and time.monotonic() - first_failure > _FAILURE_WINDOW_S:
+        if first_failure is not None and time.monotonic() - first_failure > RANK_FAILURE_WINDOW_S:
             break
         waitables = list(open_conns.values()) + [
             p.sentinel for r, p in enumerate(procs) if r not in done and r not in failures]

@@ -18,10 +18,14 @@ module, so a fix to how children start or stop is made once:
   ``stack_pipe``, which the child offers with ``dump_stack_on_sigusr1``.
 - **Stop.** ``stop_processes``: time to leave on a stop request, then SIGTERM, then
   SIGKILL, every child reaped and every descendant it left killed; ``kill_processes``
-  at once; ``signal_processes`` passes a signal on.  The timeouts live here.
-- **The parent's own end.** ``interrupt_on_sigterm`` turns SIGTERM into a
-  ``KeyboardInterrupt`` (a run stops as on Ctrl-C); ``exit_now`` ends a finished
-  process without the interpreter's slow teardown.
+  at once; ``signal_processes`` passes a signal on; ``join_all`` waits for several
+  under one deadline.  ``stop_group`` is the same ladder for a process group (a
+  launched run's script and all it started, a run's supervisor), ``signal_group`` a
+  signal to one.  ``exit_when_parent_dies`` ends a child whose parent died.  Every
+  stop time lives here.
+- **The parent's own end.** ``interrupt_on_signals`` (``interrupt_on_sigterm``) turns
+  SIGTERM, or other stop signals, into a ``KeyboardInterrupt`` (a run stops as on
+  Ctrl-C); ``StopSignals`` records them for a process that polls; ``exit_now`` ends a finished process without the interpreter's slow teardown.
 
 This module imports no torch (``guarded_target`` relies on it).
 """
@@ -43,12 +47,16 @@ from dataclasses import dataclass
 __all__ = [
     "ASYNC_PROCESSES",
     "KILL_REAP_S",
+    "GROUP_SETTLE_S",
     "LAUNCHED_RUN",
+    "LAUNCHED_RUN_LEFTOVERS",
+    "LAUNCHER_STOPS_RUN",
     "LAUNCHER_WAIT_S",
     "MASTER_GONE_S",
     "RANKS",
     "RANKS_INTERRUPTED",
     "RANK_EXIT_S",
+    "RANK_FAILURE_WINDOW_S",
     "RANK_SNAPSHOT_S",
     "RAY_ACTORS_CLOSE_S",
     "RAY_TASK_CANCEL_S",
@@ -57,6 +65,7 @@ __all__ = [
     "ParentGuard",
     "STACK_GRACE_S",
     "SignalInterrupt",
+    "StopSignals",
     "StopTimes",
     "WORKER_ERROR_S",
     "child_processes",
@@ -65,17 +74,23 @@ __all__ = [
     "die_with_parent",
     "dump_stack_on_sigusr1",
     "exit_now",
+    "exit_when_parent_dies",
     "failures_reported",
     "guarded_target",
+    "interrupt_on_signals",
     "interrupt_on_sigterm",
+    "join_all",
+    "kill_descendants",
     "kill_processes",
     "kill_psutil_processes",
     "process_alive",
     "raise_if_stopped",
     "read_stack",
     "release_fork_server",
+    "signal_group",
     "signal_processes",
     "stack_pipe",
+    "stop_group",
     "stop_processes",
 ]
 
@@ -98,6 +113,7 @@ RANKS = StopTimes(join_s=0.0, terminate_s=2.0)  # ranks stop on the launcher's s
 RANKS_INTERRUPTED = StopTimes(join_s=0.0, terminate_s=1.0)  # after RANK_SNAPSHOT_S
 RANK_SNAPSHOT_S = 2.0  # after Ctrl-C or SIGTERM, rank 0's time for its last snapshot
 RANK_EXIT_S = 30.0  # after every rank reported, time to leave its group and exit
+RANK_FAILURE_WINDOW_S = 1.0  # after a rank failed, time to collect the others' reports
 KILL_REAP_S = 2.0  # after SIGKILL, time to be reaped
 STACK_GRACE_S = 1.0  # how long a hung child's stack dump may take to arrive
 WORKER_ERROR_S = 2.0  # how long to wait for a dead sampler worker's traceback message
@@ -108,13 +124,17 @@ RAY_ACTORS_CLOSE_S = 2.0  # Ray sampler actors: time to close their envs at shut
 # group this long after SIGTERM before SIGKILL; the launcher waits for the supervisor a
 # little longer, so the supervisor finishes first; a cancelled Ray task gets longer still.
 LAUNCHED_RUN = StopTimes(join_s=0.0, terminate_s=5.0)
+LAUNCHED_RUN_LEFTOVERS = StopTimes(join_s=0.0, terminate_s=0.5)  # after the script exited
 LAUNCHER_WAIT_S = 8.0
+LAUNCHER_STOPS_RUN = StopTimes(join_s=0.0, terminate_s=LAUNCHER_WAIT_S)
 RAY_TASK_CANCEL_S = LAUNCHER_WAIT_S + 2.0
+GROUP_SETTLE_S = 0.2  # after a group's leader left: time for the rest to see the SIGTERM
 
 
 # ---- start -------------------------------------------------------------------------------
 def child_setup(sigint: str = "ignore", exit_on_sigterm: bool = True,
-                torch_threads: int | None = 1, fork_server: bool = False) -> None:
+                torch_threads: int | None = 1, fork_server: bool = False,
+                own_group: bool = False) -> None:
     """The first thing a child process does.
 
     Args:
@@ -126,7 +146,12 @@ def child_setup(sigint: str = "ignore", exit_on_sigterm: bool = True,
             alone and do not import it).
         fork_server: the child starts processes through the fork server itself (else
             it drops the fork server's pipe: ``release_fork_server``).
+        own_group: the child leads a process group of its own, so a signal to its
+            parent's group (a terminal's Ctrl-C) does not reach it: its parent passes
+            signals on, once (default False).
     """
+    if own_group:
+        os.setpgid(0, 0)
     if sigint == "ignore":
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     elif sigint == "raise":
@@ -377,11 +402,11 @@ def stop_processes(processes: list, times: StopTimes, request_stop=None, hung=()
     for proc in hung:
         if proc.is_alive():
             proc.terminate()
-    _join_all(processes, times.join_s)
+    join_all(processes, times.join_s)
     for proc in processes:
         if proc.is_alive():
             proc.terminate()
-    _join_all(processes, times.terminate_s)
+    join_all(processes, times.terminate_s)
     kill_processes(processes)
     kill_psutil_processes(descendants, timeout=KILL_REAP_S)
 
@@ -391,7 +416,7 @@ def kill_processes(processes: list) -> None:
     for proc in processes:
         if proc.is_alive():
             proc.kill()
-    _join_all(processes, KILL_REAP_S)
+    join_all(processes, KILL_REAP_S)
 
 
 def signal_processes(processes: list, signum: int) -> None:
@@ -404,10 +429,87 @@ def signal_processes(processes: list, signum: int) -> None:
                 pass
 
 
-def _join_all(processes: list, seconds: float) -> None:
+def join_all(processes: list, seconds: float) -> None:
+    """Join ``multiprocessing`` children under one deadline, ``seconds`` from now."""
     deadline = time.monotonic() + seconds
     for proc in processes:
         proc.join(timeout=max(0.0, deadline - time.monotonic()))
+
+
+def signal_group(group: int, signum: int) -> bool:
+    """Send ``signum`` to process group ``group``; False when none of it is left."""
+    try:
+        os.killpg(group, signum)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+def stop_group(group: int, times: StopTimes, leader=None) -> None:
+    """Stop process group ``group`` as ``stop_processes`` stops children: ``times.join_s``
+    for ``leader`` (its ``subprocess.Popen``, if this process started it) to exit after a
+    stop request sent elsewhere, then SIGTERM to the group and ``times.terminate_s`` for
+    the leader (without one: the whole group) to exit, ``GROUP_SETTLE_S`` for the rest to
+    see the SIGTERM, and SIGKILL to whatever is left.  The leader is reaped."""
+    _wait_for(leader, group, times.join_s)
+    if signal_group(group, signal.SIGTERM):
+        _wait_for(leader, group, times.terminate_s)
+        if signal_group(group, 0):
+            time.sleep(min(GROUP_SETTLE_S, times.terminate_s))
+        signal_group(group, signal.SIGKILL)
+    if leader is not None:
+        leader.wait()
+
+
+def _wait_for(leader, group: int, seconds: float) -> None:
+    """Up to ``seconds`` for ``leader`` to exit, or without one for ``group`` to empty."""
+    def gone() -> bool:
+        if leader is not None:
+            return leader.poll() is not None
+        return not signal_group(group, 0)
+
+    deadline = time.monotonic() + seconds
+    while not gone() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def kill_descendants() -> None:
+    """SIGKILL every process this one started, and theirs (best effort)."""
+    try:
+        import psutil
+
+        for child in psutil.Process().children(recursive=True):
+            child.kill()
+    except Exception:  # noqa: BLE001 - best effort, often while dying
+        pass
+
+
+def exit_when_parent_dies(grace_s: float = MASTER_GONE_S) -> Callable[[], bool]:
+    """In a ``multiprocessing`` child: start a thread that ends this process when its
+    parent dies (SIGKILL included): SIGTERM to itself, so the main thread unwinds and
+    closes what it holds, then after ``grace_s`` SIGKILL to its descendants and itself.
+    Returns a cheap ``() -> bool``: whether the parent is alive (always True in a
+    process not started by ``multiprocessing``, which has no parent to watch)."""
+    import multiprocessing
+    import multiprocessing.connection
+
+    parent = multiprocessing.parent_process()
+    sentinel = getattr(parent, "sentinel", None) if parent is not None else None
+    if sentinel is None:
+        return lambda: True
+
+    def parent_alive() -> bool:
+        return not multiprocessing.connection.wait([sentinel], timeout=0)
+
+    def watch():
+        multiprocessing.connection.wait([sentinel])
+        os.kill(os.getpid(), signal.SIGTERM)  # Unwind in the main thread.
+        time.sleep(grace_s)
+        kill_descendants()
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="rlpyt-parent-watch", daemon=True).start()
+    return parent_alive
 
 
 # ---- the parent's own end --------------------------------------------------------------------
@@ -421,36 +523,60 @@ class SignalInterrupt(KeyboardInterrupt):
         self.signum = int(signum)
 
 
-_stop_signal: int | None = None  # The SIGTERM received inside interrupt_on_sigterm.
+_stop_signal: int | None = None  # The stop signal received inside interrupt_on_signals.
 
 
 @contextlib.contextmanager
-def interrupt_on_sigterm() -> Iterator[None]:
-    """Within the block, SIGTERM raises ``SignalInterrupt`` in the main thread (outside
-    the main thread, or where SIGTERM is ignored, nothing changes).
+def interrupt_on_signals(*signums: int) -> Iterator[None]:
+    """Within the block, each of ``signums`` (default SIGTERM) raises ``SignalInterrupt``
+    in the main thread (outside the main thread nothing changes, and a signal this
+    process ignores stays ignored).  Blocks nest: the inner one's handlers win within it.
 
     The signal is also recorded for ``raise_if_stopped``: Python delivers the exception
     at whatever bytecode runs when the signal lands, and where that is a weakref
     callback or a ``__del__`` (the import system's module locks have one) the exception
     is printed as ignored and the program goes on."""
     global _stop_signal
-    if threading.current_thread() is not threading.main_thread() or \
-            signal.getsignal(signal.SIGTERM) == signal.SIG_IGN:
+    signums = signums or (signal.SIGTERM,)
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
 
-    def on_sigterm(signum, frame):
+    def on_signal(signum, frame):
         global _stop_signal
         _stop_signal = signum
         raise SignalInterrupt(signum)
 
-    _stop_signal = None
-    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    outer = _stop_signal
+    previous = {s: signal.signal(s, on_signal) for s in signums
+                if signal.getsignal(s) != signal.SIG_IGN}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
-        _stop_signal = None
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        _stop_signal = outer
+
+
+class StopSignals:
+    """Records the stop signals ``signums`` instead of acting on them, for a process
+    whose main loop polls (a launched run's supervisor): ``signum`` is the first one
+    received (None before), and later ones change nothing, so a stop in progress runs
+    to its end.  The handlers stay for the life of the process."""
+
+    def __init__(self, *signums: int):
+        self.signum: int | None = None
+        for signum in signums:
+            signal.signal(signum, self._record)
+
+    def _record(self, signum, frame) -> None:
+        if self.signum is None:
+            self.signum = int(signum)
+
+
+def interrupt_on_sigterm():
+    """``interrupt_on_signals(SIGTERM)``: a run stops on SIGTERM as on Ctrl-C."""
+    return interrupt_on_signals(signal.SIGTERM)
 
 
 def raise_if_stopped() -> None:

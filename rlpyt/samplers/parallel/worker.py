@@ -14,10 +14,11 @@ master dies (``SIGKILL`` included):
   and the env: seconds on a busy machine) before its code runs, so the first argument
   is a ``ParentGuard`` whose unpickling does the above, and exits if the master is
   already gone, before anything heavy is imported.
-* Everywhere (macOS too, and a master killed before the worker got this far): a
-  watcher thread blocks on multiprocessing's parent sentinel (a pipe the master holds
-  open) and, when the master is gone, ends the worker: ``SIGTERM`` to itself (unwind,
-  close envs), then ``SIGKILL`` to what it started and to itself after a grace period.
+* Everywhere (macOS too, and a master killed before the worker got this far): the
+  supervisor's ``exit_when_parent_dies`` watches multiprocessing's parent sentinel (a
+  pipe the master holds open) and, when the master is gone, ends the worker: ``SIGTERM``
+  to itself (unwind, close envs), then ``SIGKILL`` to what it started and to itself
+  after ``MASTER_GONE_S``.
 
 A hung env is reported by the master (``step_timeout``); to show where it hangs, the
 worker dumps its Python stack on ``SIGUSR1`` into a pipe the master reads.
@@ -26,12 +27,7 @@ worker dumps its Python stack on ``SIGUSR1`` into a pipe the master reads.
 from __future__ import annotations
 
 import faulthandler
-import multiprocessing
-import multiprocessing.connection
-import os
-import signal
 import sys
-import threading
 import time
 
 from rlpyt.samplers.env_group import TimedEnv, localize_agent
@@ -40,12 +36,11 @@ from rlpyt.utils.supervisor import (
     MASTER_GONE_S,
     child_setup,
     dump_stack_on_sigusr1,
+    exit_when_parent_dies,
     failures_reported,
 )
 
 __all__ = ["sampling_process"]
-
-MASTER_GONE_GRACE_S = MASTER_GONE_S  # After the master died: time to unwind before SIGKILL.
 
 
 def _enable_crash_tracebacks() -> None:
@@ -75,7 +70,7 @@ def sampling_process(guard, common: dict, spec: WorkerSpec, stack_writer=None) -
     _enable_crash_tracebacks()
     dump_stack_on_sigusr1(stack_writer)
     from rlpyt.utils.process import apply_affinity
-    master_alive = _watch_master()
+    master_alive = exit_when_parent_dies(MASTER_GONE_S)
     sync = common["control"].worker_sync(spec.rank, master_alive)
     worker = None
     try:
@@ -189,35 +184,3 @@ class _Busy:
 
     def __exit__(self, *exc):
         self.busy_since[self.rank] = 0.0
-
-
-def _watch_master():
-    """Start the thread that ends this worker when the master dies; returns a cheap
-    ``() -> bool`` telling whether the master is alive."""
-    parent = multiprocessing.parent_process()
-    sentinel = getattr(parent, "sentinel", None) if parent is not None else None
-    if sentinel is None:  # Not started by multiprocessing: nothing to watch.
-        return lambda: True
-
-    def master_alive() -> bool:
-        return not multiprocessing.connection.wait([sentinel], timeout=0)
-
-    def watch():
-        multiprocessing.connection.wait([sentinel])
-        os.kill(os.getpid(), signal.SIGTERM)  # Unwind in the main thread.
-        time.sleep(MASTER_GONE_GRACE_S)
-        _kill_descendants()
-        os.kill(os.getpid(), signal.SIGKILL)
-
-    threading.Thread(target=watch, name="rlpyt-master-watch", daemon=True).start()
-    return master_alive
-
-
-def _kill_descendants() -> None:
-    try:
-        import psutil
-
-        for child in psutil.Process().children(recursive=True):
-            child.kill()
-    except Exception:  # noqa: BLE001 - best effort while dying
-        pass

@@ -19,15 +19,13 @@ Layout of ``exp_dir``::
 from __future__ import annotations
 
 import collections
-import contextlib
 import dataclasses
 import os
 import signal
 import sys
-import threading
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 from rlpyt.utils.launching.affinity import (
     affinity_cpus,
@@ -47,6 +45,7 @@ from rlpyt.utils.launching.runs import (
 )
 from rlpyt.utils.launching.variant import save_variant
 from rlpyt.utils.logging.context import get_log_dir
+from rlpyt.utils.supervisor import interrupt_on_signals
 
 __all__ = ["ExperimentSummary", "run_experiments"]
 
@@ -186,7 +185,8 @@ def run_experiments(
         results[result.name] = result
 
     try:
-        with _stop_on_signals():
+        # SIGTERM and SIGHUP stop the running runs as Ctrl-C does, not orphan them.
+        with interrupt_on_signals(signal.SIGTERM, signal.SIGHUP):
             if backend == "local":
                 _run_local(pending, slots, poll_interval, say, record)
             else:
@@ -402,25 +402,3 @@ def _ranges(cpus: Sequence[int]) -> str:
         else:
             spans.append([c, c])
     return ",".join(f"{a}-{b}" if b > a else str(a) for a, b in spans)
-
-
-class LauncherStopped(KeyboardInterrupt):
-    """The launcher received SIGTERM or SIGHUP; handled like Ctrl-C."""
-
-
-@contextlib.contextmanager
-def _stop_on_signals() -> Iterator[None]:
-    """Turn SIGTERM / SIGHUP into an exception, so running runs are stopped, not orphaned."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def on_signal(signum, _frame):
-        raise LauncherStopped(f"launcher received signal {signum}")
-
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)

@@ -28,13 +28,13 @@ from rlpyt.utils.launching.affinity import run_resources, single_run_code
 from rlpyt.utils.launching.cpus import LAUNCHER_CPUS_ENV
 from rlpyt.utils.launching.runs import (
     LOG_FILE,
-    STOP_GRACE_SECONDS,
     RunRequest,
     RunResult,
     execute_run,
     set_aside_stale_run_dir,
 )
 from rlpyt.utils.launching.variant import save_variant
+from rlpyt.utils.supervisor import RAY_TASK_CANCEL_S
 
 __all__ = ["run_on_ray", "run_task", "sees_token", "write_token"]
 
@@ -123,7 +123,7 @@ def _collect(ray, refs: dict, say, record) -> None:
             say(f"Cancelling {len(refs)} Ray runs ...")
         for ref in refs:
             ray.cancel(ref)  # Raises KeyboardInterrupt in the task: it stops its run.
-        ray.wait(list(refs), num_returns=len(refs), timeout=STOP_GRACE_SECONDS + 2)
+        ray.wait(list(refs), num_returns=len(refs), timeout=RAY_TASK_CANCEL_S)
         for request in refs.values():
             log_path = os.path.join(request.run_dir, LOG_FILE)
             # A run that started here has a fresh launch.log; others never started

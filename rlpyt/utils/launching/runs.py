@@ -30,7 +30,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from rlpyt.utils.supervisor import LAUNCHER_WAIT_S
+from rlpyt.utils.supervisor import LAUNCHER_STOPS_RUN, signal_group, stop_group
 
 __all__ = [
     "DONE_FILE",
@@ -49,7 +49,6 @@ DONE_FILE = ".done"
 LOG_FILE = "launch.log"
 FAILED_ATTEMPTS_DIR = "failed_attempts"
 SUPERVISOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "supervisor.py")
-STOP_GRACE_SECONDS = LAUNCHER_WAIT_S  # Longer than the supervisor's own grace.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,7 +189,7 @@ class RunProcess:
         """Ask the run's supervisor to end the run's process tree (returns at once)."""
         if self.process.poll() is None:
             self._signalled = True
-            _signal_group(self.process.pid, signal.SIGTERM)
+            signal_group(self.process.pid, signal.SIGTERM)
 
     def stop(self) -> RunResult:
         """Terminate the run's whole process tree and report it as stopped.
@@ -200,12 +199,9 @@ class RunProcess:
         if not self._signalled and self.process.poll() is not None:
             return self._finish(self.process.returncode, stopped=False)
         if self.process.poll() is None:
-            self.terminate()
-            try:
-                self.process.wait(STOP_GRACE_SECONDS)
-            except subprocess.TimeoutExpired:
-                _signal_group(self.process.pid, signal.SIGKILL)
-                self.process.wait()
+            self._signalled = True
+            # The supervisor leads a group of its own: its ladder, then SIGKILL.
+            stop_group(self.process.pid, LAUNCHER_STOPS_RUN, leader=self.process)
         return self._finish(self.process.returncode, stopped=True)
 
     def _finish(self, code: int, stopped: bool) -> RunResult:
@@ -224,13 +220,6 @@ class RunProcess:
             log_path=os.path.join(self.request.run_dir, LOG_FILE),
             seconds=seconds,
         )
-
-
-def _signal_group(group: int, signum: int) -> None:
-    try:
-        os.killpg(group, signum)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def start_run(

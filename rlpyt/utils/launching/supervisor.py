@@ -32,37 +32,14 @@ import time
 if not __package__:  # run as a script: the package this file belongs to, last on the path
     sys.path.append(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
         os.path.abspath(__file__))))))
-from rlpyt.utils.supervisor import LAUNCHED_RUN, die_with_parent  # noqa: E402
-
-GRACE_SECONDS = LAUNCHED_RUN.terminate_s
-
-
-def _pin(cpus: list[int]) -> None:
-    if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, cpus)
-        return
-    try:
-        import psutil
-
-        psutil.Process().cpu_affinity(cpus)
-    except (ImportError, AttributeError, NotImplementedError):
-        print("supervisor: this platform cannot pin CPUs; running unpinned", file=sys.stderr)
-
-
-def _kill_group(group: int, grace: float, child: subprocess.Popen) -> None:
-    """SIGTERM the script's process group, then SIGKILL what is left after ``grace``."""
-    try:
-        os.killpg(group, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + grace
-    while child.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(min(0.2, grace))  # Let the script's own children see the TERM too.
-    try:
-        os.killpg(group, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+from rlpyt.utils.launching.cpus import pin_process  # noqa: E402
+from rlpyt.utils.supervisor import (  # noqa: E402
+    LAUNCHED_RUN,
+    LAUNCHED_RUN_LEFTOVERS,
+    StopSignals,
+    die_with_parent,
+    stop_group,
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -79,27 +56,19 @@ def main(argv: list[str] | None = None) -> int:
         if os.getppid() != args.parent_pid:  # The launcher died before prctl took effect.
             return 128 + signal.SIGTERM
     if args.cpus:
-        _pin([int(c) for c in args.cpus.split(",")])
-
-    stop: dict[str, int | None] = {"signal": None}
-
-    def on_signal(signum, _frame):
-        stop["signal"] = signum
-
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(signum, on_signal)
+        pin_process(int(c) for c in args.cpus.split(","))
+    stop = StopSignals(signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
     child = subprocess.Popen(
         command,
         start_new_session=True,  # The script leads its own process group.
         preexec_fn=lambda: die_with_parent(signal.SIGKILL),
     )
-    while child.poll() is None and stop["signal"] is None:
+    while child.poll() is None and stop.signum is None:
         time.sleep(0.05)
-    if stop["signal"] is not None:
-        _kill_group(child.pid, GRACE_SECONDS, child)
-        child.wait()
-        return 128 + stop["signal"]
-    _kill_group(child.pid, 0.5, child)  # Leftovers of a finished script are orphans.
+    if stop.signum is not None:
+        stop_group(child.pid, LAUNCHED_RUN, leader=child)
+        return 128 + stop.signum
+    stop_group(child.pid, LAUNCHED_RUN_LEFTOVERS, leader=child)  # a finished script's orphans
     code = child.returncode
     return 128 - code if code < 0 else code
 
