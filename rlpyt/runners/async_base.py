@@ -93,6 +93,8 @@ class AsyncRlBase(MinibatchRlBase):
         self.max_ahead = max_ahead
         self.progress_timeout = check_progress_timeout(progress_timeout)
         self.processes = AsyncProcesses()
+        self._watch = None  # the processes' watch, once they run
+        self._opt_itr = None  # optimizer calls, once logging is set up
 
     @property
     def control(self):
@@ -308,12 +310,11 @@ class AsyncRlBase(MinibatchRlBase):
         append while it is saved and the saved batch count matches its contents."""
         lock = getattr(getattr(self.algo, "replay_buffer", None), "rw_lock", None)
         with lock.read_lock() if lock is not None else contextlib.nullcontext():
-            self._checkpoint_appended = self.control.appended.value
-            return super().save_checkpoint(itr)
+            return super().save_checkpoint(itr)  # checkpoint_state runs under the lock
 
     def checkpoint_state(self, itr: int) -> dict:
         state = super().checkpoint_state(itr)
-        state.update(sampler=None, appended=self._checkpoint_appended,
+        state.update(sampler=None, appended=self.control.appended.value,
                      sampler_note="an asynchronous run's envs live in its sampler process",
                      optimizer_calls=self._opt_itr, param_version=self.agent.param_board.version)
         return state
@@ -339,7 +340,7 @@ class AsyncRlBase(MinibatchRlBase):
     def _check_faults(self, force: bool = False) -> None:
         if not self.processes.check(self.sampler.batch_timeout, force):
             return
-        if getattr(self, "_watch", None) is not None and hasattr(self, "_opt_itr"):
+        if self._watch is not None and self._opt_itr is not None:
             self._watch.check_sampler_exit(self.sampler_process, self._awaited_from_sampler())
             self._watch.check_progress(self.algo.update_counter, self._opt_itr)
 

@@ -121,6 +121,7 @@ class Checkpointer:
         state = load_newest_readable(str(resume))
         logger.log(f"Resuming from {state['_path']} (after iteration {state['itr']}, "
                    f"{state['cum_steps']} env steps).")
+        self.last = state["_path"]
         return state
 
     def save(self, itr: int, make_state: Callable[[], dict], replay) -> str | None:

@@ -92,6 +92,15 @@ class RunDiagnostics:
         self.traj_infos.extend(traj_infos)
         self.tick(itr)
 
+    def add_gathered(self, traj_infos, opt_infos: dict[str, list]) -> None:
+        """Another rank's trajectories and optimizer values since the last row (a
+        ``SyncRl`` run logs every rank's on rank 0); the progress bar does not move."""
+        self.cum_completed_trajs += len(traj_infos)
+        self.new_completed_trajs += len(traj_infos)
+        self.traj_infos.extend(traj_infos)
+        for k, values in opt_infos.items():
+            self.opt_infos.setdefault(k, []).extend(values)
+
     def tick(self, itr: int) -> None:
         """Iteration ``itr`` is done: the progress bar moves on."""
         self.progress.update((itr + 1) % self.log_interval_itrs or self.log_interval_itrs)

@@ -67,6 +67,7 @@ class MinibatchRlBase(BaseRunner):
     """
 
     _eval = False
+    checkpointer_cls = Checkpointer  # writes and finds this runner's checkpoints
     # Whether an evaluation holds up training (so its time is kept out of the steps and
     # updates per second).  An asynchronous run evaluates in its sampler process.
     _eval_pauses_training = True
@@ -86,8 +87,8 @@ class MinibatchRlBase(BaseRunner):
         self.log_interval_steps = int(log_interval_steps)
         if checkpoint_interval_steps is None:
             checkpoint_interval_steps = log_interval_steps
-        self.checkpoints = Checkpointer(checkpoint_interval_steps, checkpoint_replay,
-                                        checkpoint_keep)
+        self.checkpoints = self.checkpointer_cls(checkpoint_interval_steps, checkpoint_replay,
+                                                 checkpoint_keep)
         self.guard = DivergenceGuard(divergence, max_abs_value)
         self.diagnostics = RunDiagnostics(algo, sampler, log_traj_window, self._eval,
                                           self._eval_pauses_training)
@@ -301,7 +302,6 @@ class MinibatchRlBase(BaseRunner):
         if state is None:
             self._before_train()
             return 0
-        self.checkpoints.last = state["_path"]
         return self.load_checkpoint_state(state)
 
     def checkpoint_state(self, itr: int) -> dict:

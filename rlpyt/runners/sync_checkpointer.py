@@ -88,4 +88,6 @@ class RankCheckpointer(Checkpointer):
                 f"rank continues its own envs, replay and random streams)")
         if self.rank == 0:
             return state
-        return ckpt.load_checkpoint(os.path.join(path, f"rank_{self.rank}"))
+        state = ckpt.load_checkpoint(os.path.join(path, f"rank_{self.rank}"))
+        self.last = state["_path"]
+        return state

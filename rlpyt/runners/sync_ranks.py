@@ -52,7 +52,7 @@ class SyncRlError(RuntimeError):
 
 
 def spawn_ranks(runner, n_ranks: int, log_state: dict):
-    """Train ``runner`` on ``n_ranks`` spawned ranks (``runner._train_rank`` in each,
+    """Train ``runner`` on ``n_ranks`` spawned ranks (``runner.train_rank`` in each,
     who meet at a store this launcher hosts); returns rank 0's summary.
 
     The store listens on a port the OS assigns as it binds, so no other process can take
@@ -113,12 +113,12 @@ def _spawned_rank_main(guard: ParentGuard, runner, rank: int, world_size: int,
     # snapshot.  SIGTERM stays the launcher's stop.  The guard did the rest.
     child_setup(sigint="raise", exit_on_sigterm=False, torch_threads=None,
                 fork_server=True, own_group=True)
-    runner._launcher_conn = conn  # for SyncRl.startup's "started"
     code = 1
     with failures_reported(lambda text: conn.send(("error", text)), quiet=(), exit_code=None):
         store = dist.TCPStore(STORE_HOST, store_port, is_master=False,
                               timeout=datetime.timedelta(seconds=runner.timeout_s))
-        summary = runner._train_rank(rank, world_size, rank, None, log_state, store=store)
+        summary = runner.train_rank(rank, world_size, rank, None, log_state, store=store,
+                                    on_started=lambda: conn.send(("started", None)))
         conn.send(("ok", summary if rank == 0 else None))
         code = 0
     conn.close()

@@ -18,7 +18,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -79,6 +79,8 @@ def _as_affinity_list(affinity) -> list[dict]:
 class SyncRlMixin:
     """Turns a ``MinibatchRlBase`` runner into a data-parallel one; see ``SyncRl``."""
 
+    checkpointer_cls = RankCheckpointer  # rank 0 writes, every rank its own part
+
     def __init__(self, algo, agent, sampler, n_steps, seed=None, affinity=None,
                  log_interval_steps=1e5, log_traj_window=100, backend: str | None = None,
                  timeout_s: float = 1800.0, checkpoint_interval_steps=None,
@@ -96,9 +98,7 @@ class SyncRlMixin:
             raise ValueError(f"timeout_s={timeout_s!r} must be a positive number of seconds")
         self.backend = backend
         self.timeout_s = float(timeout_s)
-        self.checkpoints = RankCheckpointer(self.checkpoints.interval_steps,
-                                            self.checkpoints.include_replay,
-                                            self.checkpoints.keep)
+        self._on_started = None  # set by train_rank
 
     @property
     def n_replicas(self) -> int:
@@ -119,8 +119,8 @@ class SyncRlMixin:
             raise RuntimeError("SyncRl.train: torch.distributed is already initialised in "
                                "this process; SyncRl sets up (and tears down) its own group")
         if launched_by_torchrun():
-            return self._train_rank(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]),
-                                    int(os.environ["LOCAL_RANK"]), "env://")
+            return self.train_rank(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]),
+                                   int(os.environ["LOCAL_RANK"]), "env://")
         return self._spawn_ranks()
 
     def _spawn_ranks(self):
@@ -154,10 +154,14 @@ class SyncRlMixin:
         self.load_diagnostics_state(state["diagnostics"])
         return True
 
-    def _train_rank(self, rank: int, world_size: int, local_rank: int, init_method: str | None,
-                    log_state: dict | None = None, store: dist.Store | None = None):
+    def train_rank(self, rank: int, world_size: int, local_rank: int, init_method: str | None,
+                   log_state: dict | None = None, store: dist.Store | None = None,
+                   on_started: Callable[[], None] | None = None):
         """Everything one rank does: join the group (at ``init_method``, or at ``store``
-        where the launcher hosts one), train, leave the group."""
+        where the launcher hosts one), train, leave the group.  ``on_started`` is called
+        once the rank is set up and about to train (a spawned rank tells its launcher,
+        which may then pass signals on)."""
+        self._on_started = on_started
         if local_rank >= len(self.affinities):
             if len(self.affinities) == 1 and not self.affinities[0]:
                 self.affinities = [{} for _ in range(local_rank + 1)]
@@ -201,9 +205,8 @@ class SyncRlMixin:
         if self.rank == 0:
             logger.log(f"SyncRl: {self.world_size} ranks, backend {dist.get_backend()}; "
                        f"{self.sampler.batch_spec.size} env steps per rank per iteration.")
-        launcher = getattr(self, "_launcher_conn", None)
-        if launcher is not None:  # a spawned rank: the launcher may now pass signals on
-            launcher.send(("started", None))
+        if self._on_started is not None:
+            self._on_started()
         return n_itr
 
     def _configure_ddp(self) -> None:
@@ -271,13 +274,8 @@ class SyncRlMixin:
                 f"some gradient or state update was not averaged across ranks (e.g. a model "
                 f"called through DistributedDataParallel's .module, or a parameter changed "
                 f"outside the optimizer)")
-        diagnostics = self.diagnostics
         for traj_infos, opt_infos, _ in gathered:
-            diagnostics.cum_completed_trajs += len(traj_infos)
-            diagnostics.new_completed_trajs += len(traj_infos)
-            diagnostics.traj_infos.extend(traj_infos)
-            for k, values in opt_infos.items():
-                diagnostics.opt_infos.setdefault(k, []).extend(values)
+            self.diagnostics.add_gathered(traj_infos, opt_infos)
 
     def _log_itr(self, itr):
         self._gather_diagnostics()
