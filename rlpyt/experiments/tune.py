@@ -201,6 +201,7 @@ class _TrialRuns:
             for seed, cpus in zip(range(settings.seeds), cpu_sets)]
         self.results: dict[int, Any] = {}
         self.reported = 0
+        self._tables: dict[int, tuple] = {}  # seed -> (the file's size and mtime, its rows)
 
     def poll(self) -> str | None:
         """``"pruned"``, ``"failed"`` or ``"complete"`` once decided, else None."""
@@ -239,12 +240,19 @@ class _TrialRuns:
         from rlpyt.utils.logging.run_table import load_runs
 
         run_dir = os.path.join(self.dir, f"run_{seed}")
-        if not os.path.isfile(os.path.join(run_dir, "progress.csv")):
+        try:
+            stat = os.stat(os.path.join(run_dir, "progress.csv"))
+        except FileNotFoundError:
             return pd.DataFrame(columns=["CumSteps"])
+        key = (stat.st_size, stat.st_mtime_ns)
+        cached = self._tables.get(seed)
+        if cached is not None and cached[0] == key:  # polled every second: parse on change
+            return cached[1]
         table = load_runs(run_dir, params=False)
         if self.settings.objective not in table and len(table):
             raise KeyError(f"{run_dir}/progress.csv has no column {self.settings.objective!r}"
                            f"; its columns: {', '.join(map(str, table.columns[5:]))}")
+        self._tables[seed] = (key, table)
         return table
 
     def _value(self, tables) -> float:
