@@ -3,7 +3,7 @@ PY ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
-EXTRAS := atari,mujoco,box2d,ray,minatar,tune,docs,dev
+EXTRAS := atari,mujoco,box2d,ray,minatar,popgym,tune,docs,dev
 # Two pytest workers match the CI machine's two cores; override with `make test JOBS=1`.
 JOBS ?= 2
 

@@ -360,7 +360,8 @@ def make(
     """``gymnasium.make(*args, **kwargs)`` wrapped in a ``GymEnvWrapper``.
 
     ``MinAtar/<Game>`` ids make a ``rlpyt.envs.minatar.MinAtarEnv`` instead (``kwargs``
-    as its keywords).
+    as its keywords); ``popgym-*`` ids go through ``rlpyt.envs.popgym.make`` (one-hot
+    index observations).
 
     Args:
         *args, **kwargs: passed to ``gymnasium.make`` (``make("CartPole-v1")`` or
@@ -379,6 +380,10 @@ def make(
             raise ValueError("make: info_example is not supported for MinAtar ids (their "
                              "env_info is fixed: EnvInfo(timeout))")
         return make_minatar(*args, **kwargs)
+    if isinstance(env_id, str) and env_id.startswith("popgym-"):
+        from rlpyt.envs.popgym import make as make_popgym
+
+        return make_popgym(*args, info_example=info_example, **kwargs)
     if isinstance(env_id, str) and env_id.startswith("ALE/"):
         register_ale_envs()
     try:
