@@ -18,12 +18,10 @@ from rlpyt.runners.async_watch import DEFAULT_PROGRESS_TIMEOUT_S, AsyncWatch, ch
 from rlpyt.runners.base import apply_affinity, training_torch_threads
 from rlpyt.runners.diagnostics import AsyncColumns
 from rlpyt.runners.minibatch_rl import MinibatchRlBase
-from rlpyt.runners.preflight import check_before_start
 from rlpyt.samplers.async_.base import AsyncSamplerBase
 from rlpyt.samplers.async_.control import ThrottleSpec
 from rlpyt.utils.logging import logger
 from rlpyt.utils.process import flush_denormals, granted_cpus
-from rlpyt.utils.seed import make_seed, set_seed
 from rlpyt.utils.supervisor import raise_if_stopped
 
 __all__ = ["AsyncRlBase", "AsyncRunError"]
@@ -112,21 +110,13 @@ class AsyncRlBase(MinibatchRlBase):
     # ---- set-up ------------------------------------------------------------------------
     def startup(self) -> int:
         optimizer_affinity, self.sampler_affinity = split_affinity(self.affinity)
-        check_before_start(self.algo, self.agent, self.sampler, self.n_steps,
-                           dict(cuda_idx=optimizer_affinity.get("cuda_idx")))
         granted_cpus()  # The run's CPUs, recorded before any process of it pins itself.
         threads, why = training_torch_threads(optimizer_affinity.get("torch_threads"),
                                               optimizer_affinity.get("cpus"))
         logger.log(f"torch threads of the optimizer: {threads} ({why})")
         self._layout = describe_layout(self.sampler, self.sampler_affinity,
                                        optimizer_affinity, threads)
-        if self._n_steps_note:
-            logger.log(self._n_steps_note)
-        if self.seed is None:
-            self.seed = make_seed()
-        set_seed(self.seed)
-        self.itr_batch_size = self.sampler.batch_spec.size
-        n_itr = self.get_n_itr()
+        n_itr = self.begin_run(dict(cuda_idx=optimizer_affinity.get("cuda_idx")))
         examples = self.sampler.async_initialize(
             self.agent, bootstrap_value=getattr(self.algo, "bootstrap_value", False),
             seed=self.seed)

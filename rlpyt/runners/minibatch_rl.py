@@ -190,19 +190,12 @@ class MinibatchRlBase(BaseRunner):
         if self.rank == 0:
             logger.log(f"torch threads: {threads} ({why}; set affinity="
                        f"dict(master_torch_threads=N) to change)")
-            if self._n_steps_note:
-                logger.log(self._n_steps_note)
-        check_before_start(self.algo, self.agent, self.sampler, self.n_steps, self.affinity)
-        if self.seed is None:
-            self.seed = make_seed()
-        set_seed(self.seed)
+        n_itr = self.begin_run(self.affinity)
         examples = self.sampler.initialize(
             agent=self.agent, affinity=self.affinity, seed=self.env_seed(),
             bootstrap_value=getattr(self.algo, "bootstrap_value", False),
             traj_info_kwargs=self.get_traj_info_kwargs(), rank=self.rank,
             world_size=self.world_size)
-        self.itr_batch_size = self.sampler.batch_spec.size * self.world_size
-        n_itr = self.get_n_itr()
         self.agent.to_device(self.affinity.get("cuda_idx"))
         if self.world_size > 1:
             self.agent.data_parallel()
@@ -212,6 +205,19 @@ class MinibatchRlBase(BaseRunner):
             world_size=self.world_size, rank=self.rank)
         self.initialize_logging()
         return n_itr
+
+    def begin_run(self, affinity: dict) -> int:
+        """The start-up steps of every runner, before its sampler starts: the checks of
+        the run's parts (``affinity``: the training process's), the run seed, and the
+        iteration count of ``n_steps`` (returned)."""
+        if self.rank == 0 and self._n_steps_note:
+            logger.log(self._n_steps_note)
+        check_before_start(self.algo, self.agent, self.sampler, self.n_steps, affinity)
+        if self.seed is None:
+            self.seed = make_seed()
+        set_seed(self.seed)
+        self.itr_batch_size = self.sampler.batch_spec.size * self.world_size
+        return self.get_n_itr()
 
     def get_traj_info_kwargs(self) -> dict:
         return dict(discount=getattr(self.algo, "discount", 1))
@@ -285,12 +291,14 @@ class MinibatchRlBase(BaseRunner):
             self.seed = state["seed"]
         return state
 
-    def _resume_is_complete(self, state: dict) -> bool:
-        """Whether the checkpoint ``state`` holds the whole run (its diagnostics are then
-        loaded for the summary, and nothing is built); ``ValueError`` if ``n_steps`` is
-        below it (``resume_is_complete``)."""
+    def _resume_is_complete(self, state: dict, world_size: int | None = None) -> bool:
+        """Whether the checkpoint ``state`` holds the whole run of ``world_size`` processes
+        (default this runner's; its diagnostics are then loaded for the summary, and
+        nothing is built); ``ValueError`` if ``n_steps`` is below it
+        (``resume_is_complete``)."""
+        world_size = self.world_size if world_size is None else world_size
         if not resume_is_complete(state, self.n_steps,
-                                  self.sampler.batch_spec.size * self.world_size):
+                                  self.sampler.batch_spec.size * world_size):
             return False
         self.load_diagnostics_state(state["diagnostics"])
         return True

@@ -26,7 +26,6 @@ import torch
 import torch.distributed as dist
 
 from rlpyt.runners import checkpoint as ckpt
-from rlpyt.runners.checkpointer import resume_is_complete
 from rlpyt.runners.diagnostics import extend_opt_infos
 from rlpyt.runners.minibatch_rl import MinibatchRlBase, MinibatchRlEval
 from rlpyt.runners.sync_checkpointer import RankCheckpointer, from_rank0
@@ -148,11 +147,7 @@ class SyncRlMixin:
             return False
         if state.get("world_size", 1) != self.n_replicas:
             return False  # Refused by the ranks, naming both counts.
-        if not resume_is_complete(state, self.n_steps,
-                                  self.sampler.batch_spec.size * self.n_replicas):
-            return False
-        self.load_diagnostics_state(state["diagnostics"])
-        return True
+        return self._resume_is_complete(state, self.n_replicas)
 
     def train_rank(self, rank: int, world_size: int, local_rank: int, init_method: str | None,
                    log_state: dict | None = None, store: dist.Store | None = None,
