@@ -7,9 +7,7 @@ import contextlib
 import copy
 import inspect
 import json
-import math
 import os
-import sys
 import traceback
 from collections.abc import Iterator
 
@@ -23,6 +21,7 @@ from rlpyt.cli.presets import (
     preset_for,
     resolve_classes,
 )
+from rlpyt.cli.train_report import report_config_error, report_interrupt, report_result
 from rlpyt.utils.logging.run_dir import next_run_id
 from rlpyt.utils.process import available_cpus, launched_by_torchrun
 
@@ -537,21 +536,6 @@ def _rank_affinities(config: dict) -> list[dict]:
     return affinities
 
 
-def _report_interrupt(run_dir: str) -> None:
-    """After Ctrl-C: the checkpoint a resume continues from and the command to type."""
-    import shlex
-
-    from rlpyt.utils.logging.run_dir import latest_checkpoint
-
-    latest = latest_checkpoint(run_dir) if os.path.isdir(run_dir) else None
-    if latest is None:
-        print("rlpyt train: interrupted before the first checkpoint; nothing to resume",
-              file=sys.stderr)
-        return
-    print(f"rlpyt train: interrupted; latest checkpoint {latest}\n"
-          f"Resume with: rlpyt train --resume {shlex.quote(run_dir)}", file=sys.stderr)
-
-
 def _run_dir_of(args) -> str | None:
     """The run directory this command will write, worked out from the flags alone (no
     env, no torch), so that its lock is taken before anything is built; None where it
@@ -643,17 +627,12 @@ def _locked_run_dir(run_dir: str | None, resume: bool) -> Iterator[None]:
         lock.release()
 
 
-def _config_error(e: ConfigError) -> int:
-    print(f"rlpyt train: error: {e}", file=sys.stderr)
-    return 2
-
-
 def run_train(args, extra: list[str]) -> int:
     try:  # refused before the run directory's lock makes anything
         run_dir = _run_dir_of(args)
         parse_override_args(extra)
     except ConfigError as e:
-        return _config_error(e)
+        return report_config_error(e)
     with _locked_run_dir(run_dir, bool(args.resume)):
         try:
             if args.resume:
@@ -665,19 +644,15 @@ def run_train(args, extra: list[str]) -> int:
                     "runs", default_run_name(config["algo_name"], env_id))
                 run_id = args.run_id if args.run_id is not None else _default_run_id(log_dir)
         except ConfigError as e:
-            return _config_error(e)
+            return report_config_error(e)
         try:
             summary = train_from_config(config, log_dir, run_id, args.snapshot_mode,
                                         resume=True if args.resume else None)
         except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: say how to go on
             if not (launched_by_torchrun() and int(os.environ["RANK"]) != 0):  # rank 0 says it
-                _report_interrupt(os.path.join(log_dir, f"run_{run_id}"))
+                report_interrupt(os.path.join(log_dir, f"run_{run_id}"))
             return 128 + getattr(e, "signum", 2)  # 130 (SIGINT) or 143 (SIGTERM)
     if launched_by_torchrun() and int(os.environ["RANK"]) != 0:
         return 0  # rank 0 reports
-    final = summary.get("final_eval_return", float("nan"))
-    run_dir = os.path.abspath(os.path.join(log_dir, f"run_{run_id}"))
-    if not math.isnan(final):
-        print(f"Final evaluation return: {final:.1f}")
-    print(f"Run directory: {run_dir}")
+    report_result(summary, os.path.join(log_dir, f"run_{run_id}"))
     return 0
