@@ -21,12 +21,15 @@ from rlpyt.cli.presets import (
     preset_for,
     resolve_classes,
 )
+from rlpyt.cli.run_affinity import rank_affinities, run_affinity
 from rlpyt.cli.train_report import report_config_error, report_interrupt, report_result
 from rlpyt.utils.logging.run_dir import next_run_id
 from rlpyt.utils.process import available_cpus, launched_by_torchrun
 
 __all__ = ["add_train_parser", "build_config", "load_run_config", "run_train",
            "train_from_config"]
+
+_rank_affinities = rank_affinities  # the name tests/test_sync_rl.py imports from here
 
 SAMPLERS = {
     "serial": "rlpyt.samplers.serial.sampler:SerialSampler",
@@ -386,19 +389,6 @@ def _sampler_keywords(sampler_path: str) -> set[str]:
     return names - {"self", "EnvCls", "env_kwargs"}
 
 
-def _affinity(config: dict) -> dict:
-    cuda_idx = config.get("cuda_idx")
-    threads = config.get("torch_threads", 1)
-    if config.get("sampler_type", "serial") == "serial":
-        return dict(cuda_idx=cuda_idx, master_torch_threads=threads)
-    cpus = available_cpus()
-    n = config.get("workers") or len(cpus)
-    if n > len(cpus):  # More workers than CPUs: run them unpinned.
-        return dict(cuda_idx=cuda_idx, n_workers=n, master_torch_threads=threads)
-    return dict(cuda_idx=cuda_idx, workers_cpus=cpus[:n], master_cpus=cpus,
-                master_torch_threads=threads)
-
-
 def build_components(config: dict):
     """``(sampler, agent, algo)`` built from a ``rlpyt train`` config."""
     env_id = config["env"]["id"]
@@ -452,7 +442,7 @@ def train_from_config(config: dict, log_dir: str, run_ID: int = 0,
     sampler, agent, algo = build_components(config)
     distributed = config.get("nproc", 1) > 1 or launched_by_torchrun()
     RunnerCls = import_path(_runner_path(config, distributed))
-    affinity = _rank_affinities(config) if distributed else _affinity(config)
+    affinity = rank_affinities(config) if distributed else run_affinity(config)
     runner = RunnerCls(algo=algo, agent=agent, sampler=sampler, seed=config.get("seed"),
                        affinity=affinity, **config["runner"])
     # Bad settings fail here, before the run directory is touched.
@@ -511,29 +501,6 @@ def _resume_config(args, extra: list[str]) -> tuple[dict, str, int]:
         raise ConfigError(f"--resume {args.resume!r}: expected a directory named run_{run_ID} "
                           f"(its params.json says run_ID={run_ID})")
     return config, os.path.dirname(run_dir), run_ID
-
-
-def _rank_affinities(config: dict) -> list[dict]:
-    """One affinity per rank of this machine: ``--nproc`` ranks, or under torchrun its
-    ``LOCAL_WORLD_SIZE``.  With ``--cuda-idx K`` local rank ``i`` trains on GPU ``K + i``
-    (NCCL); otherwise on CPU (gloo), the machine's CPUs split evenly among the ranks."""
-    n = int(os.environ.get("LOCAL_WORLD_SIZE", 0)) if launched_by_torchrun() else 0
-    n = n or config.get("nproc", 1)
-    cpus = available_cpus()
-    share = max(len(cpus) // n, 1)
-    affinities = []
-    for i in range(n):
-        rank_config = dict(config)
-        if config.get("cuda_idx") is not None:
-            rank_config["cuda_idx"] = config["cuda_idx"] + i
-        if config.get("workers") is None and len(cpus) >= n:
-            rank_config["workers"] = share
-        affinity = _affinity(rank_config)
-        if "workers_cpus" in affinity and len(cpus) >= n:  # each rank on its own CPUs
-            own = cpus[i * share:(i + 1) * share]
-            affinity.update(workers_cpus=own[:len(affinity["workers_cpus"])], master_cpus=own)
-        affinities.append(affinity)
-    return affinities
 
 
 def _run_dir_of(args) -> str | None:
