@@ -5,21 +5,25 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
-import inspect
 import json
 import os
 import traceback
 from collections.abc import Iterator
 
+from rlpyt.cli.component_keywords import override_keywords
+from rlpyt.cli.components import (
+    ASYNC_SAMPLERS,
+    SAMPLERS,
+    agent_class,
+    build_components,
+    runner_path,
+)
 from rlpyt.cli.overrides import ConfigError, apply_overrides, parse_override_args
 from rlpyt.cli.presets import (
-    FAMILY_PRESETS,
     PRESETS,
     env_family,
-    env_maker,
     import_path,
     preset_for,
-    resolve_classes,
 )
 from rlpyt.cli.run_affinity import rank_affinities, run_affinity
 from rlpyt.cli.train_report import report_config_error, report_interrupt, report_result
@@ -30,31 +34,6 @@ __all__ = ["add_train_parser", "build_config", "load_run_config", "run_train",
            "train_from_config"]
 
 _rank_affinities = rank_affinities  # the name tests/test_sync_rl.py imports from here
-
-SAMPLERS = {
-    "serial": "rlpyt.samplers.serial.sampler:SerialSampler",
-    "cpu": "rlpyt.samplers.parallel.cpu.sampler:CpuSampler",
-    "gpu": "rlpyt.samplers.parallel.gpu.sampler:GpuSampler",
-    "alternating": "rlpyt.samplers.parallel.gpu.alternating_sampler:AlternatingSampler",
-    "alternating-no-overlap":
-        "rlpyt.samplers.parallel.gpu.alternating_sampler:NoOverlapAlternatingSampler",
-    "ray": "rlpyt.samplers.ray_.sampler:RaySampler",
-}
-RUNNER = "rlpyt.runners.minibatch_rl:MinibatchRlEval"
-# --runner async: the sampler type picks the asynchronous twin.
-ASYNC_SAMPLERS = {
-    "serial": "rlpyt.samplers.async_.serial_sampler:AsyncSerialSampler",
-    "cpu": "rlpyt.samplers.async_.cpu_sampler:AsyncCpuSampler",
-    "gpu": "rlpyt.samplers.async_.gpu_sampler:AsyncGpuSampler",
-    "alternating": "rlpyt.samplers.async_.alternating_sampler:AsyncAlternatingSampler",
-    "ray": "rlpyt.samplers.ray_.async_sampler:AsyncRaySampler",
-}
-ASYNC_RUNNER = "rlpyt.runners.async_rl:AsyncRlEval"
-RUNNER_KEYWORDS = {"n_steps", "log_interval_steps", "log_traj_window",
-                   "checkpoint_interval_steps", "checkpoint_replay", "checkpoint_keep",
-                   "max_abs_value", "divergence"}
-ASYNC_RUNNER_KEYWORDS = RUNNER_KEYWORDS | {"max_ahead", "progress_timeout"}
-
 
 def _positive(kind):
     """argparse type: a number of ``kind`` that is > 0 (``--n-steps 0`` is an error)."""
@@ -78,9 +57,6 @@ def _non_negative_int(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text} must be >= 0")
     return value
-
-
-SYNC_RUNNER = "rlpyt.runners.sync_rl:SyncRlEval"  # --nproc N > 1, or under torchrun
 
 
 def add_train_parser(subparsers):
@@ -145,78 +121,10 @@ def add_train_parser(subparsers):
     return p
 
 
-def _keywords(cls) -> set[str] | None:
-    """Keyword names accepted by ``cls.__init__`` across its MRO (None: accepts anything)."""
-    names, open_ended = set(), True
-    for klass in inspect.getmro(cls):
-        init = klass.__dict__.get("__init__")
-        if init is None:
-            continue
-        params = inspect.signature(init).parameters.values()
-        explicit = [p for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-        names.update(p.name for p in explicit if p.name != "self")
-        if not any(p.kind == p.VAR_KEYWORD for p in params):
-            open_ended = False
-            break
-    return None if open_ended and not names else names
-
-
-def _keyword_defaults(cls) -> dict:
-    """Default values of ``cls.__init__``'s keywords across its MRO (first one wins)."""
-    defaults = {}
-    for klass in inspect.getmro(cls):
-        init = klass.__dict__.get("__init__")
-        if init is None:
-            continue
-        for p in inspect.signature(init).parameters.values():
-            if p.default is not p.empty:
-                defaults.setdefault(p.name, p.default)
-    return defaults
-
-
-def _env_spaces(env_id: str, env_kwargs: dict) -> tuple[str, str, tuple]:
-    """``("discrete" or "continuous", the action space in words, the observation shape)``
-    of the env, built once as the run will build it."""
-    from rlpyt.spaces.int_box import IntBox
-
-    env = import_path(env_maker(env_id))(id=env_id, **env_kwargs)
-    try:
-        space = getattr(env.action_space, "space", env.action_space)
-        kind = "discrete" if isinstance(space, IntBox) else "continuous"
-        return kind, repr(space), tuple(getattr(env.observation_space, "shape", None) or ())
-    finally:
-        env.close()
-
-
 def default_run_name(algo: str, env_id: str) -> str:
     """``<algo>_<env id>`` with the id's namespace slash as a dash (``ppo_ALE-Pong-v5``):
     one folder per run name, never a nested one."""
     return f"{algo}_{env_id}".replace("/", "-")
-
-
-def _agent_class(config: dict, preset) -> str:
-    """The preset's agent for the env's action space; a ``ConfigError`` naming the
-    algorithm, the space and the algorithms that fit it when there is none, or when the
-    env's observations are images and the preset's model is a vector MLP."""
-    env = dict(config["env"])
-    env_id = env.pop("id")
-    kind, space, obs_shape = _env_spaces(env_id, env)
-    family = env_family(env_id)
-    if len(obs_shape) >= 2 and family == "classic":
-        raise ConfigError(f"{env_id} has image observations (shape {obs_shape}), and the "
-                          f"{config['algo_name']} preset for it builds an MLP of vectors; "
-                          f"image presets exist for Atari ids (e.g. ALE/Pong-v5, "
-                          f"PongNoFrameskip-v4) and MinAtar ids (MinAtar/Breakout); for "
-                          f"other image envs write a launch script with a conv model "
-                          f"(docs/own_script.md)")
-    if kind in preset.agents:
-        return preset.agents[kind]
-    fits = sorted(name for name, p in FAMILY_PRESETS[family].items() if kind in p.agents)
-    algo = config["algo_name"]
-    raise ConfigError(f"--algo {algo} ({import_path(preset.algo).__name__}) does not fit "
-                      f"{env_id}: its action space is {kind} ({space}), and {algo} takes "
-                      f"only {' or '.join(sorted(preset.agents))} actions; algorithms for "
-                      f"{kind} actions: {', '.join(fits) or 'none'}")
 
 
 def _preset_config(algo: str, env_id: str) -> dict:
@@ -282,22 +190,8 @@ def build_config(args, extra: list[str]) -> dict:
     elif not args.config or "torch_threads" not in config:  # a loaded config keeps its own
         config["torch_threads"] = _default_torch_threads(preset, config)
     _check_async(config, preset)
-    config["agent_class"] = _agent_class(config, preset)
-    valid = dict(
-        algo=_keywords(import_path(preset.algo)),
-        agent=_keywords(import_path(config["agent_class"])),
-        sampler=_sampler_keywords(_sampler_path(config)),
-        runner=ASYNC_RUNNER_KEYWORDS if config.get("runner_type") == "async"
-        else RUNNER_KEYWORDS,
-        env=None,
-    )
-    defaults = dict(
-        algo={**_keyword_defaults(import_path(preset.algo)), **config["algo"]},
-        agent={**_keyword_defaults(import_path(config["agent_class"])), **config["agent"]},
-        sampler={**_keyword_defaults(import_path(_sampler_path(config))),
-                 **config["sampler"]},
-        runner={**_keyword_defaults(import_path(_runner_path(config))), **config["runner"]},
-    )
+    config["agent_class"] = agent_class(config, preset)
+    valid, defaults = override_keywords(config, preset)
     return apply_overrides(config, parse_override_args(extra), valid, defaults)
 
 
@@ -342,27 +236,6 @@ def load_run_config(path: str, flag: str = "config") -> dict:
     return config
 
 
-def _sampler_path(config: dict) -> str:
-    sampler_type = config.get("sampler_type", "serial")
-    return (ASYNC_SAMPLERS if config.get("runner_type") == "async" else SAMPLERS)[sampler_type]
-
-
-# --sampler.eval_n_envs 0: no evaluation; the twin logs the training trajectories' columns.
-WITHOUT_EVAL = {RUNNER: "rlpyt.runners.minibatch_rl:MinibatchRl",
-                ASYNC_RUNNER: "rlpyt.runners.async_rl:AsyncRl",
-                SYNC_RUNNER: "rlpyt.runners.sync_rl:SyncRl"}
-
-
-def _runner_path(config: dict, distributed: bool = False) -> str:
-    """The runner class: synchronous, asynchronous or SyncRl ranks, each with evaluation
-    unless the sampler has no evaluation envs (``--sampler.eval_n_envs 0``)."""
-    if distributed:
-        path = SYNC_RUNNER
-    else:
-        path = ASYNC_RUNNER if config.get("runner_type") == "async" else RUNNER
-    return WITHOUT_EVAL[path] if config["sampler"].get("eval_n_envs", 0) == 0 else path
-
-
 def _check_async(config: dict, preset) -> None:
     if config.get("runner_type") != "async":
         return
@@ -379,36 +252,6 @@ def _check_async(config: dict, preset) -> None:
                         is not RlAlgorithm.async_initialize)
         raise ConfigError(f"--algo {config['algo_name']} ({AlgoCls.__name__}) cannot run "
                           f"with --runner async; algorithms that can: {usable}")
-
-
-def _sampler_keywords(sampler_path: str) -> set[str]:
-    SamplerCls = import_path(sampler_path)
-    names = _keywords(SamplerCls) or set()
-    if hasattr(SamplerCls, "SamplerCls"):  # An async sampler takes its wrapped one's too.
-        names |= _keywords(SamplerCls.SamplerCls) or set()
-    return names - {"self", "EnvCls", "env_kwargs"}
-
-
-def build_components(config: dict):
-    """``(sampler, agent, algo)`` built from a ``rlpyt train`` config."""
-    env_id = config["env"]["id"]
-    preset = preset_for(config["algo_name"], env_id)
-    SamplerCls = import_path(_sampler_path(config))
-    sampler_kwargs = dict(config["sampler"])
-    if env_family(env_id) == "atari":  # whole games' unclipped scores in the logs
-        from rlpyt.envs.atari.atari_env import AtariTrajInfo
-
-        sampler_kwargs.setdefault("TrajInfoCls", AtariTrajInfo)
-    sampler = SamplerCls(EnvCls=import_path(env_maker(env_id)),
-                         env_kwargs=dict(config["env"]), **sampler_kwargs)
-    try:
-        agent_kwargs = resolve_classes(config["agent"], "agent")
-        algo_kwargs = resolve_classes(config["algo"], "algo")
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
-    agent = import_path(config["agent_class"])(**agent_kwargs)
-    algo = import_path(preset.algo)(**algo_kwargs)
-    return sampler, agent, algo
 
 
 def _log_preset(config: dict) -> None:
@@ -441,7 +284,7 @@ def train_from_config(config: dict, log_dir: str, run_ID: int = 0,
     env_kwargs = dict(config["env"])
     sampler, agent, algo = build_components(config)
     distributed = config.get("nproc", 1) > 1 or launched_by_torchrun()
-    RunnerCls = import_path(_runner_path(config, distributed))
+    RunnerCls = import_path(runner_path(config, distributed))
     affinity = rank_affinities(config) if distributed else run_affinity(config)
     runner = RunnerCls(algo=algo, agent=agent, sampler=sampler, seed=config.get("seed"),
                        affinity=affinity, **config["runner"])
