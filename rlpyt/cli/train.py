@@ -4,21 +4,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import copy
-import json
 import os
 import traceback
 from collections.abc import Iterator
 
-from rlpyt.cli.component_keywords import override_keywords
 from rlpyt.cli.components import (
-    ASYNC_SAMPLERS,
     SAMPLERS,
-    agent_class,
     build_components,
     runner_path,
 )
-from rlpyt.cli.overrides import ConfigError, apply_overrides, parse_override_args
+from rlpyt.cli.config import build_config, load_run_config, resume_config
+from rlpyt.cli.overrides import ConfigError, parse_override_args
 from rlpyt.cli.presets import (
     PRESETS,
     env_family,
@@ -28,7 +24,7 @@ from rlpyt.cli.presets import (
 from rlpyt.cli.run_affinity import rank_affinities, run_affinity
 from rlpyt.cli.train_report import report_config_error, report_interrupt, report_result
 from rlpyt.utils.logging.run_dir import next_run_id
-from rlpyt.utils.process import available_cpus, launched_by_torchrun
+from rlpyt.utils.process import launched_by_torchrun
 
 __all__ = ["add_train_parser", "build_config", "load_run_config", "run_train",
            "train_from_config"]
@@ -127,133 +123,6 @@ def default_run_name(algo: str, env_id: str) -> str:
     return f"{algo}_{env_id}".replace("/", "-")
 
 
-def _preset_config(algo: str, env_id: str) -> dict:
-    """The config of ``algo``'s preset for ``env_id``'s family, with the preset's
-    settings for that env (``env_overrides``) applied."""
-    preset = preset_for(algo, env_id)
-    config = dict(
-        algo_name=algo,
-        env={"id": env_id, **copy.deepcopy(preset.env_kwargs)},
-        algo=copy.deepcopy(preset.algo_kwargs),
-        agent=copy.deepcopy(preset.agent_kwargs),
-        sampler=copy.deepcopy(preset.sampler_kwargs),
-        runner=copy.deepcopy(preset.runner_kwargs),
-    )
-    for part, values in preset.overrides_for(env_id).items():
-        if part != "source":
-            config[part].update(copy.deepcopy(values))
-    return config
-
-
-def build_config(args, extra: list[str]) -> dict:
-    """The run's full config: preset defaults, then a loaded config, then flags."""
-    if args.cuda_idx is not None:
-        from rlpyt.runners.preflight import check_cuda_idx
-
-        try:
-            check_cuda_idx(args.cuda_idx)
-        except ValueError as e:
-            raise ConfigError(f"--cuda-idx {args.cuda_idx}: {e}") from None
-    if args.config:
-        config = load_run_config(args.config, "--config")
-        if args.env:
-            config["env"] = {"id": args.env}
-    else:  # the preset of the env's family (MinAtar, Atari, MuJoCo or classic)
-        config = _preset_config(args.algo, args.env or PRESETS[args.algo].env)
-        config["sampler_type"] = args.sampler_type
-    if args.n_steps:
-        config["runner"]["n_steps"] = int(args.n_steps)
-    if args.seed is not None:
-        config["seed"] = args.seed
-    config.setdefault("seed", 0)  # a loaded config keeps its own seed
-    if args.cuda_idx is not None:
-        config["cuda_idx"] = args.cuda_idx
-    if args.workers is not None:
-        config["workers"] = args.workers
-    if args.nproc != 1:
-        if args.nproc < 1:
-            raise ConfigError(f"--nproc {args.nproc}: the number of ranks must be >= 1")
-        config["nproc"] = args.nproc
-        if args.runner == "async":
-            raise ConfigError("--runner async trains with one optimizer process; it does "
-                              "not combine with --nproc (SyncRl ranks)")
-    if args.sampler_type != "serial":
-        config["sampler_type"] = args.sampler_type
-    _ray_flags(args, config)
-    if args.runner != "sync":
-        config["runner_type"] = args.runner
-    if args.tensorboard:
-        config["tensorboard"] = True  # kept by --resume, which reads the saved config
-    preset = preset_for(config["algo_name"], config["env"]["id"])
-    if args.torch_threads is not None:
-        config["torch_threads"] = args.torch_threads
-    elif not args.config or "torch_threads" not in config:  # a loaded config keeps its own
-        config["torch_threads"] = _default_torch_threads(preset, config)
-    _check_async(config, preset)
-    config["agent_class"] = agent_class(config, preset)
-    valid, defaults = override_keywords(config, preset)
-    return apply_overrides(config, parse_override_args(extra), valid, defaults)
-
-
-def _default_torch_threads(preset, config: dict) -> int:
-    """The preset's torch threads for the main process (``Preset.torch_threads``)."""
-    if preset.torch_threads is not None:
-        return preset.torch_threads
-    if (config.get("runner_type", "sync") != "sync" or config.get("nproc", 1) > 1
-            or launched_by_torchrun()):
-        return 1
-    return len(available_cpus())
-
-
-def _ray_flags(args, config: dict) -> None:
-    """``--actors`` and ``--ray-address`` become RaySampler keywords."""
-    given = [flag for flag, value in (("--actors", args.actors),
-                                      ("--ray-address", args.ray_address)) if value is not None]
-    if given and config.get("sampler_type") != "ray":
-        raise ConfigError(f"{' and '.join(given)}: only for the Ray sampler; add --sampler-type ray")
-    if args.actors is not None:
-        config["sampler"]["n_actors"] = args.actors
-    if args.ray_address is not None:
-        config["sampler"]["ray_address"] = args.ray_address
-
-
-def load_run_config(path: str, flag: str = "config") -> dict:
-    """The ``config`` of a run's ``params.json`` (``path``: the file or its run dir)."""
-    if os.path.isdir(path):
-        path = os.path.join(path, "params.json")
-    if not os.path.isfile(path):
-        raise ConfigError(f"{flag} {path!r}: no such file (give the params.json of an "
-                          f"earlier run, or its run directory)")
-    try:
-        with open(path) as f:
-            saved = json.load(f)
-    except (OSError, ValueError) as e:
-        raise ConfigError(f"{flag} {path!r}: not a readable params.json ({e})") from None
-    config = saved.get("config", saved) if isinstance(saved, dict) else None
-    if not isinstance(config, dict) or config.get("algo_name") not in PRESETS:
-        raise ConfigError(f"{flag} {path!r}: holds no rlpyt train config (algo_name one of "
-                          f"{sorted(PRESETS)})")
-    return config
-
-
-def _check_async(config: dict, preset) -> None:
-    if config.get("runner_type") != "async":
-        return
-    from rlpyt.algos.base import RlAlgorithm
-
-    sampler_type = config.get("sampler_type", "serial")
-    if sampler_type not in ASYNC_SAMPLERS:
-        raise ConfigError(f"--sampler-type {sampler_type} has no asynchronous twin; with "
-                          f"--runner async use one of {sorted(ASYNC_SAMPLERS)}")
-    AlgoCls = import_path(preset.algo)
-    if AlgoCls.async_initialize is RlAlgorithm.async_initialize:
-        usable = sorted(name for name, p in PRESETS.items()
-                        if import_path(p.algo).async_initialize
-                        is not RlAlgorithm.async_initialize)
-        raise ConfigError(f"--algo {config['algo_name']} ({AlgoCls.__name__}) cannot run "
-                          f"with --runner async; algorithms that can: {usable}")
-
-
 def _log_preset(config: dict) -> None:
     """The start line: which preset was chosen and where its values come from."""
     from rlpyt.utils.logging import logger
@@ -327,23 +196,6 @@ def _log_traceback(run_dir: str) -> None:
             f.write(f"The run failed:\n{traceback.format_exc()}")
     except OSError:
         pass
-
-
-def _resume_config(args, extra: list[str]) -> tuple[dict, str, int]:
-    """Config, log dir and run id of the run ``--resume RUN_DIR`` continues."""
-    run_dir = _resume_dir(args.resume)
-    config = load_run_config(run_dir, "--resume")
-    if extra or args.config or args.env or args.seed is not None:
-        raise ConfigError("--resume continues a run with its saved config: only --n-steps "
-                          "(to train longer) may be given with it")
-    if args.n_steps:
-        config["runner"]["n_steps"] = int(args.n_steps)
-    with open(os.path.join(run_dir, "params.json")) as f:
-        run_ID = json.load(f).get("run_ID", 0)
-    if os.path.basename(run_dir) != f"run_{run_ID}":
-        raise ConfigError(f"--resume {args.resume!r}: expected a directory named run_{run_ID} "
-                          f"(its params.json says run_ID={run_ID})")
-    return config, os.path.dirname(run_dir), run_ID
 
 
 def _run_dir_of(args) -> str | None:
@@ -446,7 +298,7 @@ def run_train(args, extra: list[str]) -> int:
     with _locked_run_dir(run_dir, bool(args.resume)):
         try:
             if args.resume:
-                config, log_dir, run_id = _resume_config(args, extra)
+                config, log_dir, run_id = resume_config(args, extra, run_dir)
             else:
                 config = build_config(args, extra)
                 env_id = config["env"]["id"]
