@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import traceback
-from collections.abc import Iterator
 
 from rlpyt.cli.components import (
     SAMPLERS,
@@ -22,8 +20,14 @@ from rlpyt.cli.presets import (
     preset_for,
 )
 from rlpyt.cli.run_affinity import rank_affinities, run_affinity
+from rlpyt.cli.run_folder import (
+    default_run_name,
+    new_run_location,
+    run_dir_of,
+    writes_run_dir,
+)
+from rlpyt.cli.run_folder_lock import locked_run_dir
 from rlpyt.cli.train_report import report_config_error, report_interrupt, report_result
-from rlpyt.utils.logging.run_dir import next_run_id
 from rlpyt.utils.process import launched_by_torchrun
 
 __all__ = ["add_train_parser", "build_config", "load_run_config", "run_train",
@@ -117,12 +121,6 @@ def add_train_parser(subparsers):
     return p
 
 
-def default_run_name(algo: str, env_id: str) -> str:
-    """``<algo>_<env id>`` with the id's namespace slash as a dash (``ppo_ALE-Pong-v5``):
-    one folder per run name, never a nested one."""
-    return f"{algo}_{env_id}".replace("/", "-")
-
-
 def _log_preset(config: dict) -> None:
     """The start line: which preset was chosen and where its values come from."""
     from rlpyt.utils.logging import logger
@@ -160,7 +158,7 @@ def train_from_config(config: dict, log_dir: str, run_ID: int = 0,
     # Bad settings fail here, before the run directory is touched.
     check_before_start(algo, agent, sampler, runner.n_steps,
                        affinity[0] if distributed else affinity)
-    if launched_by_torchrun() and int(os.environ["RANK"]) != 0:
+    if not writes_run_dir():
         return runner.train()  # rank 0 alone writes the run directory
     name = default_run_name(config["algo_name"], env_kwargs["id"])
     with logger_context(log_dir, run_ID, name, log_params=dict(config=config),
@@ -198,123 +196,29 @@ def _log_traceback(run_dir: str) -> None:
         pass
 
 
-def _run_dir_of(args) -> str | None:
-    """The run directory this command will write, worked out from the flags alone (no
-    env, no torch), so that its lock is taken before anything is built; None where it
-    cannot be known yet (the error then comes from ``build_config``).  A ``ConfigError``
-    when the flags name a path that cannot be that directory."""
-    if args.resume:
-        return _resume_dir(args.resume)
-    log_dir = args.log_dir
-    if log_dir is None:
-        try:
-            algo = load_run_config(args.config)["algo_name"] if args.config else args.algo
-            env_id = args.env or (load_run_config(args.config)["env"]["id"] if args.config
-                                  else preset_for(algo, args.env).env)
-        except (ConfigError, KeyError, TypeError):
-            return None
-        log_dir = os.path.join("runs", default_run_name(algo, env_id))
-    _check_makeable_dir("--log-dir", args.log_dir, log_dir)
-    if args.run_id is None:  # fixed now: the lock will make its dir
-        args.run_id = _default_run_id(log_dir)
-    run_dir = os.path.join(log_dir, f"run_{args.run_id}")
-    _check_makeable_dir("--run-id", str(args.run_id), run_dir,
-                        "choose another --run-id, or move the file away")
-    return os.path.abspath(run_dir)
-
-
-def _resume_dir(typed: str) -> str:
-    """The run directory ``--resume`` names; a ``ConfigError`` unless it is one."""
-    run_dir = os.path.abspath(typed)
-    if os.path.isdir(run_dir):
-        return run_dir
-    valid = "give the run_<k> directory of an earlier run (it holds params.json)"
-    if not os.path.exists(run_dir):
-        raise ConfigError(f"--resume {typed!r}: no such run directory; {valid}")
-    if os.path.basename(run_dir) == "params.json":
-        valid = f"give the run directory that holds it, {os.path.dirname(run_dir)!r}"
-    raise ConfigError(f"--resume {typed!r}: a file, not a run directory; {valid}")
-
-
-def _check_makeable_dir(flag: str, typed: str | None, path: str,
-                        valid: str = "give a directory (made if missing) to hold the run "
-                                     "folders") -> None:
-    """Refuse ``path`` when it, or the nearest of its parents that exists, is not a
-    directory (the lock could not make it); ``typed`` is the flag's value as given
-    (None: the flag was not given and ``path`` is its default), ``valid`` what to do."""
-    existing = os.path.abspath(path)
-    while not os.path.exists(existing) and os.path.dirname(existing) != existing:
-        existing = os.path.dirname(existing)
-    if os.path.isdir(existing):
-        return
-    given = f"{flag} {typed!r}" if typed is not None else f"{flag} (default {path!r})"
-    named = existing == os.path.abspath(path) and typed in (None, path)
-    problem = "a file" if named else f"{existing!r} is a file"
-    raise ConfigError(f"{given}: {problem}, not a directory; {valid}")
-
-
-def _default_run_id(log_dir: str) -> int:
-    """The next free run id; 0 under torchrun, where every rank must name the same run
-    without talking to the others first (a relaunch continues it with --resume)."""
-    return 0 if launched_by_torchrun() else next_run_id(log_dir)
-
-
-@contextlib.contextmanager
-def _locked_run_dir(run_dir: str | None, resume: bool) -> Iterator[None]:
-    """Hold ``run_dir``'s lock (and refuse a finished run) from the start of the command;
-    ``logger_context`` takes the same lock again.  A directory this made and nothing
-    else wrote to (the command failed before training) is removed again."""
-    from rlpyt.utils.logging.run_dir import LOCK_FILE, RunLock, check_run_dir_free
-
-    if run_dir is None or (launched_by_torchrun() and int(os.environ["RANK"]) != 0):
-        yield  # rank 0 alone writes the run directory
-        return
-    missing = []
-    path = run_dir
-    while not os.path.exists(path) and os.path.dirname(path) != path:
-        missing.append(path)
-        path = os.path.dirname(path)
-    lock = RunLock(run_dir).acquire()
-    try:
-        if not resume:
-            check_run_dir_free(run_dir)
-        yield
-    finally:
-        if missing and os.listdir(run_dir) == [LOCK_FILE]:
-            os.remove(os.path.join(run_dir, LOCK_FILE))
-            for made in missing:  # deepest first
-                if os.listdir(made):
-                    break
-                os.rmdir(made)
-        lock.release()
-
-
 def run_train(args, extra: list[str]) -> int:
     try:  # refused before the run directory's lock makes anything
-        run_dir = _run_dir_of(args)
+        run_dir = run_dir_of(args)
         parse_override_args(extra)
     except ConfigError as e:
         return report_config_error(e)
-    with _locked_run_dir(run_dir, bool(args.resume)):
+    with locked_run_dir(run_dir, bool(args.resume)):
         try:
             if args.resume:
                 config, log_dir, run_id = resume_config(args, extra, run_dir)
             else:
                 config = build_config(args, extra)
-                env_id = config["env"]["id"]
-                log_dir = args.log_dir or os.path.join(
-                    "runs", default_run_name(config["algo_name"], env_id))
-                run_id = args.run_id if args.run_id is not None else _default_run_id(log_dir)
+                log_dir, run_id = new_run_location(args, config)
         except ConfigError as e:
             return report_config_error(e)
         try:
             summary = train_from_config(config, log_dir, run_id, args.snapshot_mode,
                                         resume=True if args.resume else None)
         except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: say how to go on
-            if not (launched_by_torchrun() and int(os.environ["RANK"]) != 0):  # rank 0 says it
+            if writes_run_dir():  # rank 0 says it
                 report_interrupt(os.path.join(log_dir, f"run_{run_id}"))
             return 128 + getattr(e, "signum", 2)  # 130 (SIGINT) or 143 (SIGTERM)
-    if launched_by_torchrun() and int(os.environ["RANK"]) != 0:
+    if not writes_run_dir():
         return 0  # rank 0 reports
     report_result(summary, os.path.join(log_dir, f"run_{run_id}"))
     return 0
