@@ -25,9 +25,9 @@ import os
 
 import numpy as np
 
+from rlpyt.cli.config import load_run_config
 from rlpyt.cli.overrides import ConfigError
 from rlpyt.cli.presets import env_maker, import_path
-from rlpyt.cli.train import load_run_config
 
 __all__ = ["add_evaluate_parser", "evaluate_run", "run_evaluate"]
 

@@ -1,441 +1,81 @@
-"""``rlpyt train``: build a run from a preset plus overrides, train it, report."""
+"""``rlpyt train``: build a run from a preset plus overrides, train it, report.
+
+``run_train`` is the command, read top to bottom; each of its steps has a module
+beside this one:
+
+- ``train_args``: the flags and their types;
+- ``config``: the run's config, from the preset, a loaded config and the flags;
+- ``components`` and ``component_keywords``: the classes a config names, the keywords
+  each accepts, and the sampler, agent and algorithm built from them;
+- ``run_affinity``: the GPU, CPUs and torch threads of the run, split among its ranks;
+- ``run_folder`` and ``run_folder_lock``: the run directory, and its lock held from
+  the start;
+- ``train_report``: what the command prints at its end.
+
+``build_config``, ``build_components``, ``load_run_config`` and ``default_run_name``
+are importable from here as before.
+"""
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import copy
-import inspect
-import json
-import math
 import os
-import sys
 import traceback
-from collections.abc import Iterator
 
-from rlpyt.cli.overrides import ConfigError, apply_overrides, parse_override_args
-from rlpyt.cli.presets import (
-    FAMILY_PRESETS,
-    PRESETS,
-    env_family,
-    env_maker,
-    import_path,
-    preset_for,
-    resolve_classes,
-)
-from rlpyt.utils.logging.run_dir import next_run_id
-from rlpyt.utils.process import available_cpus, launched_by_torchrun
+from rlpyt.cli.components import build_components, runner_path
+from rlpyt.cli.config import build_config, load_run_config, resume_config
+from rlpyt.cli.overrides import ConfigError, parse_override_args
+from rlpyt.cli.presets import env_family, import_path, preset_for
+from rlpyt.cli.run_affinity import rank_affinities, run_affinity
+from rlpyt.cli.run_folder import default_run_name, new_run_location, run_dir_of, writes_run_dir
+from rlpyt.cli.run_folder_lock import locked_run_dir
+from rlpyt.cli.train_args import train_parser
+from rlpyt.cli.train_report import report_config_error, report_interrupt, report_result
+from rlpyt.utils.process import launched_by_torchrun
 
-__all__ = ["add_train_parser", "build_config", "load_run_config", "run_train",
-           "train_from_config"]
+__all__ = ["add_train_parser", "build_components", "build_config", "default_run_name",
+           "load_run_config", "run_train", "train_from_config"]
 
-SAMPLERS = {
-    "serial": "rlpyt.samplers.serial.sampler:SerialSampler",
-    "cpu": "rlpyt.samplers.parallel.cpu.sampler:CpuSampler",
-    "gpu": "rlpyt.samplers.parallel.gpu.sampler:GpuSampler",
-    "alternating": "rlpyt.samplers.parallel.gpu.alternating_sampler:AlternatingSampler",
-    "alternating-no-overlap":
-        "rlpyt.samplers.parallel.gpu.alternating_sampler:NoOverlapAlternatingSampler",
-    "ray": "rlpyt.samplers.ray_.sampler:RaySampler",
-}
-RUNNER = "rlpyt.runners.minibatch_rl:MinibatchRlEval"
-# --runner async: the sampler type picks the asynchronous twin.
-ASYNC_SAMPLERS = {
-    "serial": "rlpyt.samplers.async_.serial_sampler:AsyncSerialSampler",
-    "cpu": "rlpyt.samplers.async_.cpu_sampler:AsyncCpuSampler",
-    "gpu": "rlpyt.samplers.async_.gpu_sampler:AsyncGpuSampler",
-    "alternating": "rlpyt.samplers.async_.alternating_sampler:AsyncAlternatingSampler",
-    "ray": "rlpyt.samplers.ray_.async_sampler:AsyncRaySampler",
-}
-ASYNC_RUNNER = "rlpyt.runners.async_rl:AsyncRlEval"
-RUNNER_KEYWORDS = {"n_steps", "log_interval_steps", "log_traj_window",
-                   "checkpoint_interval_steps", "checkpoint_replay", "checkpoint_keep",
-                   "max_abs_value", "divergence"}
-ASYNC_RUNNER_KEYWORDS = RUNNER_KEYWORDS | {"max_ahead", "progress_timeout"}
+_rank_affinities = rank_affinities  # the name tests/test_sync_rl.py imports from here
 
 
-def _positive(kind):
-    """argparse type: a number of ``kind`` that is > 0 (``--n-steps 0`` is an error)."""
-    def parse(text: str):
-        try:
-            value = kind(float(text)) if kind is int and "e" in text.lower() else kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a{'n integer' if kind is int else ' number'}") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"{text} must be > 0")
-        return value
-    parse.__name__ = f"positive {kind.__name__}"
-    return parse
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text} must be >= 0")
-    return value
-
-
-SYNC_RUNNER = "rlpyt.runners.sync_rl:SyncRlEval"  # --nproc N > 1, or under torchrun
-
-
-def add_train_parser(subparsers):
-    p = subparsers.add_parser(
-        "train",
-        help="train an agent (default: PPO on CartPole-v1)",
-        description="Train an agent. Any component keyword can be set as "
-        "--algo.KEY VALUE, --agent.KEY VALUE, --sampler.KEY VALUE, --runner.KEY VALUE or "
-        "--env.KEY VALUE (nested: --agent.model_kwargs.hidden_sizes [64,64]).",
-    )
-    p.add_argument("--algo", default="ppo", choices=sorted(PRESETS), help="algorithm preset")
-    p.add_argument("--env", default=None, help="Gymnasium env id (default: the preset's)")
-    p.add_argument("--n-steps", type=_positive(float), default=None,
-                   help="env steps to train for (> 0)")
-    p.add_argument("--seed", type=int, default=None,
-                   help="run seed (default: the --config run's seed, else 0)")
-    p.add_argument("--log-dir", default=None, help="run directory root (default runs/<algo>_<env>)")
-    p.add_argument("--run-id", type=_non_negative_int, default=None,
-                   help="run index within the log dir (default: one more than the highest "
-                        "run_<k> there, so a repeated command starts a new run; 0 under "
-                        "torchrun, where every rank must name the same run)")
-    p.add_argument("--sampler-type", default="serial", choices=sorted(SAMPLERS),
-                   help="serial (default): envs in this process; cpu: envs and agent copies "
-                        "in worker processes; gpu: envs in workers, batched actions here; "
-                        "alternating[-no-overlap]: two groups of gpu workers in turn")
-    p.add_argument("--runner", default="sync", choices=["sync", "async"],
-                   help="async: sample and optimize at once in separate processes "
-                        "(replay-based algorithms and impala; see docs/async.md)")
-    p.add_argument("--workers", type=_positive(int), default=None,
-                   help="worker processes of the parallel samplers (>= 1; default: all CPUs)")
-    p.add_argument("--actors", type=_positive(int), default=None,
-                   help="Ray actors of --sampler-type ray (default 2; see docs/distributed.md)")
-    p.add_argument("--ray-address", default=None,
-                   help="Ray cluster of --sampler-type ray: 'auto' (the cluster `ray start` "
-                        "made), HOST:PORT, or unset for a private local Ray")
-    p.add_argument("--cuda-idx", type=_non_negative_int, default=None,
-                   help="GPU index for training (default: CPU)")
-    p.add_argument("--torch-threads", type=_positive(int), default=None,
-                   help="torch threads of the main process (default: the preset's; 1, "
-                        "fastest for small models, or every CPU for the conv nets of PPO's "
-                        "Atari preset in a synchronous run, whose workers wait while it "
-                        "optimizes)")
-    p.add_argument("--config", default=None,
-                   help="params.json of an earlier run: start from its full config")
-    p.add_argument("--snapshot-mode", default="last",
-                   choices=["all", "last", "gap", "last+gap", "none"],
-                   help="agent snapshots at each log row: last (default): params.pkl, "
-                        "overwritten; all: itr_<N>.pkl each; gap/last+gap: every "
-                        "snapshot_gap rows; none. Checkpoints for --resume are separate")
-    p.add_argument("--tensorboard", action="store_true",
-                   help="also write TensorBoard event files into the run directory "
-                        "(view: tensorboard --logdir <log-dir>)")
-    p.add_argument("--resume", default=None, metavar="RUN_DIR",
-                   help="continue the run in RUN_DIR from its latest checkpoint, with its "
-                        "saved config (only --n-steps may change, to train longer)")
-    p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
-                   help="show full tracebacks of errors")
-    p.add_argument("--nproc", type=int, default=1,
-                   help="data-parallel ranks on this machine (SyncRl; default 1: no "
-                        "distribution); under torchrun the job's ranks are used instead")
+def add_train_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add the ``train`` command, with its flags (``rlpyt.cli.train_args``), to
+    ``subparsers``; returns its parser."""
+    p = train_parser(subparsers)
     p.set_defaults(handler=run_train)
     return p
 
 
-def _keywords(cls) -> set[str] | None:
-    """Keyword names accepted by ``cls.__init__`` across its MRO (None: accepts anything)."""
-    names, open_ended = set(), True
-    for klass in inspect.getmro(cls):
-        init = klass.__dict__.get("__init__")
-        if init is None:
-            continue
-        params = inspect.signature(init).parameters.values()
-        explicit = [p for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-        names.update(p.name for p in explicit if p.name != "self")
-        if not any(p.kind == p.VAR_KEYWORD for p in params):
-            open_ended = False
-            break
-    return None if open_ended and not names else names
-
-
-def _keyword_defaults(cls) -> dict:
-    """Default values of ``cls.__init__``'s keywords across its MRO (first one wins)."""
-    defaults = {}
-    for klass in inspect.getmro(cls):
-        init = klass.__dict__.get("__init__")
-        if init is None:
-            continue
-        for p in inspect.signature(init).parameters.values():
-            if p.default is not p.empty:
-                defaults.setdefault(p.name, p.default)
-    return defaults
-
-
-def _env_spaces(env_id: str, env_kwargs: dict) -> tuple[str, str, tuple]:
-    """``("discrete" or "continuous", the action space in words, the observation shape)``
-    of the env, built once as the run will build it."""
-    from rlpyt.spaces.int_box import IntBox
-
-    env = import_path(env_maker(env_id))(id=env_id, **env_kwargs)
-    try:
-        space = getattr(env.action_space, "space", env.action_space)
-        kind = "discrete" if isinstance(space, IntBox) else "continuous"
-        return kind, repr(space), tuple(getattr(env.observation_space, "shape", None) or ())
-    finally:
-        env.close()
-
-
-def default_run_name(algo: str, env_id: str) -> str:
-    """``<algo>_<env id>`` with the id's namespace slash as a dash (``ppo_ALE-Pong-v5``):
-    one folder per run name, never a nested one."""
-    return f"{algo}_{env_id}".replace("/", "-")
-
-
-def _agent_class(config: dict, preset) -> str:
-    """The preset's agent for the env's action space; a ``ConfigError`` naming the
-    algorithm, the space and the algorithms that fit it when there is none, or when the
-    env's observations are images and the preset's model is a vector MLP."""
-    env = dict(config["env"])
-    env_id = env.pop("id")
-    kind, space, obs_shape = _env_spaces(env_id, env)
-    family = env_family(env_id)
-    if len(obs_shape) >= 2 and family == "classic":
-        raise ConfigError(f"{env_id} has image observations (shape {obs_shape}), and the "
-                          f"{config['algo_name']} preset for it builds an MLP of vectors; "
-                          f"image presets exist for Atari ids (e.g. ALE/Pong-v5, "
-                          f"PongNoFrameskip-v4) and MinAtar ids (MinAtar/Breakout); for "
-                          f"other image envs write a launch script with a conv model "
-                          f"(docs/own_script.md)")
-    if kind in preset.agents:
-        return preset.agents[kind]
-    fits = sorted(name for name, p in FAMILY_PRESETS[family].items() if kind in p.agents)
-    algo = config["algo_name"]
-    raise ConfigError(f"--algo {algo} ({import_path(preset.algo).__name__}) does not fit "
-                      f"{env_id}: its action space is {kind} ({space}), and {algo} takes "
-                      f"only {' or '.join(sorted(preset.agents))} actions; algorithms for "
-                      f"{kind} actions: {', '.join(fits) or 'none'}")
-
-
-def _preset_config(algo: str, env_id: str) -> dict:
-    """The config of ``algo``'s preset for ``env_id``'s family, with the preset's
-    settings for that env (``env_overrides``) applied."""
-    preset = preset_for(algo, env_id)
-    config = dict(
-        algo_name=algo,
-        env={"id": env_id, **copy.deepcopy(preset.env_kwargs)},
-        algo=copy.deepcopy(preset.algo_kwargs),
-        agent=copy.deepcopy(preset.agent_kwargs),
-        sampler=copy.deepcopy(preset.sampler_kwargs),
-        runner=copy.deepcopy(preset.runner_kwargs),
-    )
-    for part, values in preset.overrides_for(env_id).items():
-        if part != "source":
-            config[part].update(copy.deepcopy(values))
-    return config
-
-
-def build_config(args, extra: list[str]) -> dict:
-    """The run's full config: preset defaults, then a loaded config, then flags."""
-    if args.cuda_idx is not None:
-        from rlpyt.runners.preflight import check_cuda_idx
-
+def run_train(args: argparse.Namespace, extra: list[str]) -> int:
+    """The ``rlpyt train`` command; its exit code: 0, 2 for a bad config, 130 or 143
+    when Ctrl-C or SIGTERM stops the run (other errors go up to ``rlpyt.cli.main``,
+    which reports them).  ``extra``: the component keywords argparse leaves over."""
+    try:  # refused before the run directory's lock makes anything
+        run_dir = run_dir_of(args)
+        parse_override_args(extra)
+    except ConfigError as e:
+        return report_config_error(e)
+    with locked_run_dir(run_dir, bool(args.resume)):
         try:
-            check_cuda_idx(args.cuda_idx)
-        except ValueError as e:
-            raise ConfigError(f"--cuda-idx {args.cuda_idx}: {e}") from None
-    if args.config:
-        config = load_run_config(args.config, "--config")
-        if args.env:
-            config["env"] = {"id": args.env}
-    else:  # the preset of the env's family (MinAtar, Atari, MuJoCo or classic)
-        config = _preset_config(args.algo, args.env or PRESETS[args.algo].env)
-        config["sampler_type"] = args.sampler_type
-    if args.n_steps:
-        config["runner"]["n_steps"] = int(args.n_steps)
-    if args.seed is not None:
-        config["seed"] = args.seed
-    config.setdefault("seed", 0)  # a loaded config keeps its own seed
-    if args.cuda_idx is not None:
-        config["cuda_idx"] = args.cuda_idx
-    if args.workers is not None:
-        config["workers"] = args.workers
-    if args.nproc != 1:
-        if args.nproc < 1:
-            raise ConfigError(f"--nproc {args.nproc}: the number of ranks must be >= 1")
-        config["nproc"] = args.nproc
-        if args.runner == "async":
-            raise ConfigError("--runner async trains with one optimizer process; it does "
-                              "not combine with --nproc (SyncRl ranks)")
-    if args.sampler_type != "serial":
-        config["sampler_type"] = args.sampler_type
-    _ray_flags(args, config)
-    if args.runner != "sync":
-        config["runner_type"] = args.runner
-    if args.tensorboard:
-        config["tensorboard"] = True  # kept by --resume, which reads the saved config
-    preset = preset_for(config["algo_name"], config["env"]["id"])
-    if args.torch_threads is not None:
-        config["torch_threads"] = args.torch_threads
-    elif not args.config or "torch_threads" not in config:  # a loaded config keeps its own
-        config["torch_threads"] = _default_torch_threads(preset, config)
-    _check_async(config, preset)
-    config["agent_class"] = _agent_class(config, preset)
-    valid = dict(
-        algo=_keywords(import_path(preset.algo)),
-        agent=_keywords(import_path(config["agent_class"])),
-        sampler=_sampler_keywords(_sampler_path(config)),
-        runner=ASYNC_RUNNER_KEYWORDS if config.get("runner_type") == "async"
-        else RUNNER_KEYWORDS,
-        env=None,
-    )
-    defaults = dict(
-        algo={**_keyword_defaults(import_path(preset.algo)), **config["algo"]},
-        agent={**_keyword_defaults(import_path(config["agent_class"])), **config["agent"]},
-        sampler={**_keyword_defaults(import_path(_sampler_path(config))),
-                 **config["sampler"]},
-        runner={**_keyword_defaults(import_path(_runner_path(config))), **config["runner"]},
-    )
-    return apply_overrides(config, parse_override_args(extra), valid, defaults)
-
-
-def _default_torch_threads(preset, config: dict) -> int:
-    """The preset's torch threads for the main process (``Preset.torch_threads``)."""
-    if preset.torch_threads is not None:
-        return preset.torch_threads
-    if (config.get("runner_type", "sync") != "sync" or config.get("nproc", 1) > 1
-            or launched_by_torchrun()):
-        return 1
-    return len(available_cpus())
-
-
-def _ray_flags(args, config: dict) -> None:
-    """``--actors`` and ``--ray-address`` become RaySampler keywords."""
-    given = [flag for flag, value in (("--actors", args.actors),
-                                      ("--ray-address", args.ray_address)) if value is not None]
-    if given and config.get("sampler_type") != "ray":
-        raise ConfigError(f"{' and '.join(given)}: only for the Ray sampler; add --sampler-type ray")
-    if args.actors is not None:
-        config["sampler"]["n_actors"] = args.actors
-    if args.ray_address is not None:
-        config["sampler"]["ray_address"] = args.ray_address
-
-
-def load_run_config(path: str, flag: str = "config") -> dict:
-    """The ``config`` of a run's ``params.json`` (``path``: the file or its run dir)."""
-    if os.path.isdir(path):
-        path = os.path.join(path, "params.json")
-    if not os.path.isfile(path):
-        raise ConfigError(f"{flag} {path!r}: no such file (give the params.json of an "
-                          f"earlier run, or its run directory)")
-    try:
-        with open(path) as f:
-            saved = json.load(f)
-    except (OSError, ValueError) as e:
-        raise ConfigError(f"{flag} {path!r}: not a readable params.json ({e})") from None
-    config = saved.get("config", saved) if isinstance(saved, dict) else None
-    if not isinstance(config, dict) or config.get("algo_name") not in PRESETS:
-        raise ConfigError(f"{flag} {path!r}: holds no rlpyt train config (algo_name one of "
-                          f"{sorted(PRESETS)})")
-    return config
-
-
-def _sampler_path(config: dict) -> str:
-    sampler_type = config.get("sampler_type", "serial")
-    return (ASYNC_SAMPLERS if config.get("runner_type") == "async" else SAMPLERS)[sampler_type]
-
-
-# --sampler.eval_n_envs 0: no evaluation; the twin logs the training trajectories' columns.
-WITHOUT_EVAL = {RUNNER: "rlpyt.runners.minibatch_rl:MinibatchRl",
-                ASYNC_RUNNER: "rlpyt.runners.async_rl:AsyncRl",
-                SYNC_RUNNER: "rlpyt.runners.sync_rl:SyncRl"}
-
-
-def _runner_path(config: dict, distributed: bool = False) -> str:
-    """The runner class: synchronous, asynchronous or SyncRl ranks, each with evaluation
-    unless the sampler has no evaluation envs (``--sampler.eval_n_envs 0``)."""
-    if distributed:
-        path = SYNC_RUNNER
-    else:
-        path = ASYNC_RUNNER if config.get("runner_type") == "async" else RUNNER
-    return WITHOUT_EVAL[path] if config["sampler"].get("eval_n_envs", 0) == 0 else path
-
-
-def _check_async(config: dict, preset) -> None:
-    if config.get("runner_type") != "async":
-        return
-    from rlpyt.algos.base import RlAlgorithm
-
-    sampler_type = config.get("sampler_type", "serial")
-    if sampler_type not in ASYNC_SAMPLERS:
-        raise ConfigError(f"--sampler-type {sampler_type} has no asynchronous twin; with "
-                          f"--runner async use one of {sorted(ASYNC_SAMPLERS)}")
-    AlgoCls = import_path(preset.algo)
-    if AlgoCls.async_initialize is RlAlgorithm.async_initialize:
-        usable = sorted(name for name, p in PRESETS.items()
-                        if import_path(p.algo).async_initialize
-                        is not RlAlgorithm.async_initialize)
-        raise ConfigError(f"--algo {config['algo_name']} ({AlgoCls.__name__}) cannot run "
-                          f"with --runner async; algorithms that can: {usable}")
-
-
-def _sampler_keywords(sampler_path: str) -> set[str]:
-    SamplerCls = import_path(sampler_path)
-    names = _keywords(SamplerCls) or set()
-    if hasattr(SamplerCls, "SamplerCls"):  # An async sampler takes its wrapped one's too.
-        names |= _keywords(SamplerCls.SamplerCls) or set()
-    return names - {"self", "EnvCls", "env_kwargs"}
-
-
-def _affinity(config: dict) -> dict:
-    cuda_idx = config.get("cuda_idx")
-    threads = config.get("torch_threads", 1)
-    if config.get("sampler_type", "serial") == "serial":
-        return dict(cuda_idx=cuda_idx, master_torch_threads=threads)
-    cpus = available_cpus()
-    n = config.get("workers") or len(cpus)
-    if n > len(cpus):  # More workers than CPUs: run them unpinned.
-        return dict(cuda_idx=cuda_idx, n_workers=n, master_torch_threads=threads)
-    return dict(cuda_idx=cuda_idx, workers_cpus=cpus[:n], master_cpus=cpus,
-                master_torch_threads=threads)
-
-
-def build_components(config: dict):
-    """``(sampler, agent, algo)`` built from a ``rlpyt train`` config."""
-    env_id = config["env"]["id"]
-    preset = preset_for(config["algo_name"], env_id)
-    SamplerCls = import_path(_sampler_path(config))
-    sampler_kwargs = dict(config["sampler"])
-    if env_family(env_id) == "atari":  # whole games' unclipped scores in the logs
-        from rlpyt.envs.atari.atari_env import AtariTrajInfo
-
-        sampler_kwargs.setdefault("TrajInfoCls", AtariTrajInfo)
-    sampler = SamplerCls(EnvCls=import_path(env_maker(env_id)),
-                         env_kwargs=dict(config["env"]), **sampler_kwargs)
-    try:
-        agent_kwargs = resolve_classes(config["agent"], "agent")
-        algo_kwargs = resolve_classes(config["algo"], "algo")
-    except ValueError as e:
-        raise ConfigError(str(e)) from None
-    agent = import_path(config["agent_class"])(**agent_kwargs)
-    algo = import_path(preset.algo)(**algo_kwargs)
-    return sampler, agent, algo
-
-
-def _log_preset(config: dict) -> None:
-    """The start line: which preset was chosen and where its values come from."""
-    from rlpyt.utils.logging import logger
-
-    env_id = config["env"]["id"]
-    family = env_family(env_id)
-    preset = preset_for(config["algo_name"], env_id)
-    source = preset.source_for(env_id)
-    source = f", values from {source}" if source else ""
-    logger.log(f"Preset: {config['algo_name']} for {family} ids{source}.")
-    if family == "atari":
-        from rlpyt.envs.atari.ids import atari_protocol
-
-        logger.log(f"Env: {atari_protocol(env_id).describe()}.")
+            if args.resume:
+                config, log_dir, run_id = resume_config(args, extra, run_dir)
+            else:
+                config = build_config(args, extra)
+                log_dir, run_id = new_run_location(args, config)
+        except ConfigError as e:
+            return report_config_error(e)
+        try:
+            summary = train_from_config(config, log_dir, run_id, args.snapshot_mode,
+                                        resume=True if args.resume else None)
+        except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: say how to go on
+            if writes_run_dir():  # rank 0 says it
+                report_interrupt(os.path.join(log_dir, f"run_{run_id}"))
+            return 128 + getattr(e, "signum", 2)  # 130 (SIGINT) or 143 (SIGTERM)
+    if not writes_run_dir():
+        return 0  # rank 0 reports
+    report_result(summary, os.path.join(log_dir, f"run_{run_id}"))
+    return 0
 
 
 def train_from_config(config: dict, log_dir: str, run_ID: int = 0,
@@ -452,14 +92,14 @@ def train_from_config(config: dict, log_dir: str, run_ID: int = 0,
     env_kwargs = dict(config["env"])
     sampler, agent, algo = build_components(config)
     distributed = config.get("nproc", 1) > 1 or launched_by_torchrun()
-    RunnerCls = import_path(_runner_path(config, distributed))
-    affinity = _rank_affinities(config) if distributed else _affinity(config)
+    RunnerCls = import_path(runner_path(config, distributed))
+    affinity = rank_affinities(config) if distributed else run_affinity(config)
     runner = RunnerCls(algo=algo, agent=agent, sampler=sampler, seed=config.get("seed"),
                        affinity=affinity, **config["runner"])
     # Bad settings fail here, before the run directory is touched.
     check_before_start(algo, agent, sampler, runner.n_steps,
                        affinity[0] if distributed else affinity)
-    if launched_by_torchrun() and int(os.environ["RANK"]) != 0:
+    if not writes_run_dir():
         return runner.train()  # rank 0 alone writes the run directory
     name = default_run_name(config["algo_name"], env_kwargs["id"])
     with logger_context(log_dir, run_ID, name, log_params=dict(config=config),
@@ -471,6 +111,22 @@ def train_from_config(config: dict, log_dir: str, run_ID: int = 0,
         except Exception:
             _log_traceback(run_dir)
             raise
+
+
+def _log_preset(config: dict) -> None:
+    """The start line: which preset was chosen and where its values come from."""
+    from rlpyt.utils.logging import logger
+
+    env_id = config["env"]["id"]
+    family = env_family(env_id)
+    preset = preset_for(config["algo_name"], env_id)
+    source = preset.source_for(env_id)
+    source = f", values from {source}" if source else ""
+    logger.log(f"Preset: {config['algo_name']} for {family} ids{source}.")
+    if family == "atari":
+        from rlpyt.envs.atari.ids import atari_protocol
+
+        logger.log(f"Env: {atari_protocol(env_id).describe()}.")
 
 
 def _train_with_row_lines(runner) -> dict:
@@ -495,189 +151,3 @@ def _log_traceback(run_dir: str) -> None:
             f.write(f"The run failed:\n{traceback.format_exc()}")
     except OSError:
         pass
-
-
-def _resume_config(args, extra: list[str]) -> tuple[dict, str, int]:
-    """Config, log dir and run id of the run ``--resume RUN_DIR`` continues."""
-    run_dir = _resume_dir(args.resume)
-    config = load_run_config(run_dir, "--resume")
-    if extra or args.config or args.env or args.seed is not None:
-        raise ConfigError("--resume continues a run with its saved config: only --n-steps "
-                          "(to train longer) may be given with it")
-    if args.n_steps:
-        config["runner"]["n_steps"] = int(args.n_steps)
-    with open(os.path.join(run_dir, "params.json")) as f:
-        run_ID = json.load(f).get("run_ID", 0)
-    if os.path.basename(run_dir) != f"run_{run_ID}":
-        raise ConfigError(f"--resume {args.resume!r}: expected a directory named run_{run_ID} "
-                          f"(its params.json says run_ID={run_ID})")
-    return config, os.path.dirname(run_dir), run_ID
-
-
-def _rank_affinities(config: dict) -> list[dict]:
-    """One affinity per rank of this machine: ``--nproc`` ranks, or under torchrun its
-    ``LOCAL_WORLD_SIZE``.  With ``--cuda-idx K`` local rank ``i`` trains on GPU ``K + i``
-    (NCCL); otherwise on CPU (gloo), the machine's CPUs split evenly among the ranks."""
-    n = int(os.environ.get("LOCAL_WORLD_SIZE", 0)) if launched_by_torchrun() else 0
-    n = n or config.get("nproc", 1)
-    cpus = available_cpus()
-    share = max(len(cpus) // n, 1)
-    affinities = []
-    for i in range(n):
-        rank_config = dict(config)
-        if config.get("cuda_idx") is not None:
-            rank_config["cuda_idx"] = config["cuda_idx"] + i
-        if config.get("workers") is None and len(cpus) >= n:
-            rank_config["workers"] = share
-        affinity = _affinity(rank_config)
-        if "workers_cpus" in affinity and len(cpus) >= n:  # each rank on its own CPUs
-            own = cpus[i * share:(i + 1) * share]
-            affinity.update(workers_cpus=own[:len(affinity["workers_cpus"])], master_cpus=own)
-        affinities.append(affinity)
-    return affinities
-
-
-def _report_interrupt(run_dir: str) -> None:
-    """After Ctrl-C: the checkpoint a resume continues from and the command to type."""
-    import shlex
-
-    from rlpyt.utils.logging.run_dir import latest_checkpoint
-
-    latest = latest_checkpoint(run_dir) if os.path.isdir(run_dir) else None
-    if latest is None:
-        print("rlpyt train: interrupted before the first checkpoint; nothing to resume",
-              file=sys.stderr)
-        return
-    print(f"rlpyt train: interrupted; latest checkpoint {latest}\n"
-          f"Resume with: rlpyt train --resume {shlex.quote(run_dir)}", file=sys.stderr)
-
-
-def _run_dir_of(args) -> str | None:
-    """The run directory this command will write, worked out from the flags alone (no
-    env, no torch), so that its lock is taken before anything is built; None where it
-    cannot be known yet (the error then comes from ``build_config``).  A ``ConfigError``
-    when the flags name a path that cannot be that directory."""
-    if args.resume:
-        return _resume_dir(args.resume)
-    log_dir = args.log_dir
-    if log_dir is None:
-        try:
-            algo = load_run_config(args.config)["algo_name"] if args.config else args.algo
-            env_id = args.env or (load_run_config(args.config)["env"]["id"] if args.config
-                                  else preset_for(algo, args.env).env)
-        except (ConfigError, KeyError, TypeError):
-            return None
-        log_dir = os.path.join("runs", default_run_name(algo, env_id))
-    _check_makeable_dir("--log-dir", args.log_dir, log_dir)
-    if args.run_id is None:  # fixed now: the lock will make its dir
-        args.run_id = _default_run_id(log_dir)
-    run_dir = os.path.join(log_dir, f"run_{args.run_id}")
-    _check_makeable_dir("--run-id", str(args.run_id), run_dir,
-                        "choose another --run-id, or move the file away")
-    return os.path.abspath(run_dir)
-
-
-def _resume_dir(typed: str) -> str:
-    """The run directory ``--resume`` names; a ``ConfigError`` unless it is one."""
-    run_dir = os.path.abspath(typed)
-    if os.path.isdir(run_dir):
-        return run_dir
-    valid = "give the run_<k> directory of an earlier run (it holds params.json)"
-    if not os.path.exists(run_dir):
-        raise ConfigError(f"--resume {typed!r}: no such run directory; {valid}")
-    if os.path.basename(run_dir) == "params.json":
-        valid = f"give the run directory that holds it, {os.path.dirname(run_dir)!r}"
-    raise ConfigError(f"--resume {typed!r}: a file, not a run directory; {valid}")
-
-
-def _check_makeable_dir(flag: str, typed: str | None, path: str,
-                        valid: str = "give a directory (made if missing) to hold the run "
-                                     "folders") -> None:
-    """Refuse ``path`` when it, or the nearest of its parents that exists, is not a
-    directory (the lock could not make it); ``typed`` is the flag's value as given
-    (None: the flag was not given and ``path`` is its default), ``valid`` what to do."""
-    existing = os.path.abspath(path)
-    while not os.path.exists(existing) and os.path.dirname(existing) != existing:
-        existing = os.path.dirname(existing)
-    if os.path.isdir(existing):
-        return
-    given = f"{flag} {typed!r}" if typed is not None else f"{flag} (default {path!r})"
-    named = existing == os.path.abspath(path) and typed in (None, path)
-    problem = "a file" if named else f"{existing!r} is a file"
-    raise ConfigError(f"{given}: {problem}, not a directory; {valid}")
-
-
-def _default_run_id(log_dir: str) -> int:
-    """The next free run id; 0 under torchrun, where every rank must name the same run
-    without talking to the others first (a relaunch continues it with --resume)."""
-    return 0 if launched_by_torchrun() else next_run_id(log_dir)
-
-
-@contextlib.contextmanager
-def _locked_run_dir(run_dir: str | None, resume: bool) -> Iterator[None]:
-    """Hold ``run_dir``'s lock (and refuse a finished run) from the start of the command;
-    ``logger_context`` takes the same lock again.  A directory this made and nothing
-    else wrote to (the command failed before training) is removed again."""
-    from rlpyt.utils.logging.run_dir import LOCK_FILE, RunLock, check_run_dir_free
-
-    if run_dir is None or (launched_by_torchrun() and int(os.environ["RANK"]) != 0):
-        yield  # rank 0 alone writes the run directory
-        return
-    missing = []
-    path = run_dir
-    while not os.path.exists(path) and os.path.dirname(path) != path:
-        missing.append(path)
-        path = os.path.dirname(path)
-    lock = RunLock(run_dir).acquire()
-    try:
-        if not resume:
-            check_run_dir_free(run_dir)
-        yield
-    finally:
-        if missing and os.listdir(run_dir) == [LOCK_FILE]:
-            os.remove(os.path.join(run_dir, LOCK_FILE))
-            for made in missing:  # deepest first
-                if os.listdir(made):
-                    break
-                os.rmdir(made)
-        lock.release()
-
-
-def _config_error(e: ConfigError) -> int:
-    print(f"rlpyt train: error: {e}", file=sys.stderr)
-    return 2
-
-
-def run_train(args, extra: list[str]) -> int:
-    try:  # refused before the run directory's lock makes anything
-        run_dir = _run_dir_of(args)
-        parse_override_args(extra)
-    except ConfigError as e:
-        return _config_error(e)
-    with _locked_run_dir(run_dir, bool(args.resume)):
-        try:
-            if args.resume:
-                config, log_dir, run_id = _resume_config(args, extra)
-            else:
-                config = build_config(args, extra)
-                env_id = config["env"]["id"]
-                log_dir = args.log_dir or os.path.join(
-                    "runs", default_run_name(config["algo_name"], env_id))
-                run_id = args.run_id if args.run_id is not None else _default_run_id(log_dir)
-        except ConfigError as e:
-            return _config_error(e)
-        try:
-            summary = train_from_config(config, log_dir, run_id, args.snapshot_mode,
-                                        resume=True if args.resume else None)
-        except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: say how to go on
-            if not (launched_by_torchrun() and int(os.environ["RANK"]) != 0):  # rank 0 says it
-                _report_interrupt(os.path.join(log_dir, f"run_{run_id}"))
-            return 128 + getattr(e, "signum", 2)  # 130 (SIGINT) or 143 (SIGTERM)
-    if launched_by_torchrun() and int(os.environ["RANK"]) != 0:
-        return 0  # rank 0 reports
-    final = summary.get("final_eval_return", float("nan"))
-    run_dir = os.path.abspath(os.path.join(log_dir, f"run_{run_id}"))
-    if not math.isnan(final):
-        print(f"Final evaluation return: {final:.1f}")
-    print(f"Run directory: {run_dir}")
-    return 0
