@@ -49,6 +49,7 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "speed"))  # row_rate, samplers
 
 import peers  # noqa: E402
 from row_rate import rate_between_rows  # noqa: E402

@@ -9,7 +9,7 @@ which load from other processes disturbs far less than wall time.  Rounds rotate
 order; medians over rounds.
 
 * ``raw ALE + screen``: ale-py's ``act`` four times and one screen grab per step, the
-  emulator's own cost (``bench/atari_env.py``'s contender);
+  emulator's own cost (``bench/speed/atari_env.py``'s contender);
 * ``AtariEnv``: our env, stepped in a loop;
 * ``SerialSampler + AtariEnv``: the sampler's collector on top (agent step, buffers,
   trajectory infos), what each ``CpuSampler`` worker runs;
@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-for path in (ROOT, ROOT / "bench"):
+for path in (ROOT, ROOT / "bench", ROOT / "bench" / "speed"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
