@@ -21,8 +21,8 @@ of wall-clock time (``--clock wall``).  Torch runs one thread for both (tiny
 tensors).  The final evaluation is the mean return of ``--eval-episodes`` greedy
 episodes (epsilon 0) on fresh envs, outside the timed part.
 
-    python bench/dqn.py --steps 20000 --repeats 3
-    python bench/dqn.py --replay      # then parts (b) and (c): bench/speed/replay.py
+    python bench/sb3/dqn.py --steps 20000 --repeats 3
+    python bench/sb3/dqn.py --replay      # then parts (b) and (c): bench/speed/replay.py
 """
 
 from __future__ import annotations
@@ -176,7 +176,7 @@ def main() -> None:
 
 def run_replay_bench(clock) -> None:
     """Parts (b) and (c) of the DQN benchmark, from ``bench/speed/replay.py``."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent / "speed"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "speed"))
     import replay
 
     replay.CLOCK = clock
