@@ -1,7 +1,7 @@
 """Why an R2D1 run stalls on CartPole-v1: how its greedy episodes end, and how far its
 Q-values see.
 
-Loads the latest checkpoint of each run directory (``bench/final_returns.py --log-dir``
+Loads the latest checkpoint of each run directory (``bench/results/final_returns.py --log-dir``
 keeps them), plays ``--episodes`` greedy episodes of CartPole-v1 and prints:
 
 * how they end: truncated at 500 steps, the cart off the track (``|x| > 2.4``) or the pole
@@ -12,13 +12,13 @@ keeps them), plays ``--episodes`` greedy episodes of CartPole-v1 and prints:
   ``(1 - discount ** (n * k)) / (1 - discount)`` (100 once ``n * k`` is large, for
   discount 0.99).  Failures further ahead than ``n * k`` steps do not show in the values.
 
-    python bench/final_returns.py --algo r2d1 --preset --seeds 0 1 2 --jobs 1 \\
+    python bench/results/final_returns.py --algo r2d1 --preset --seeds 0 1 2 --jobs 1 \\
         --n-steps 200000 --log-interval 10000 --log-dir /tmp/r2d1
     python bench/r2d1_cartpole_horizon.py /tmp/r2d1/run_0 /tmp/r2d1/run_1 /tmp/r2d1/run_2
 
 The run's ``discount``, ``n_step_return``, ``target_update_interval`` and
 ``min_steps_learn`` are read from the ``r2d1`` preset, overridden by ``--algo-kwargs``
-(the same JSON that ``bench/final_returns.py`` was given).
+(the same JSON that ``bench/results/final_returns.py`` was given).
 """
 
 from __future__ import annotations
