@@ -5,7 +5,7 @@ of the latest 100 games) is at least that score; its frames (``CumSteps`` times 
 skip) and wall time (``CumTime (s)``) there are the run's cost of the score.  The
 resolution is the run's log interval.  ``SCORE_RUNS`` names the runs compared: ours
 (``rlpyt train``) and a peer's, whose progress.csv is written with the same columns by
-``bench/pong_to_score.py``.
+``bench/sample_factory/pong_to_score.py``.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ SCORE_RUNS = (
               "the command of the table above"),
     ScoreRuns("Sample Factory 2.1.1 APPO (its Atari defaults)", "PongNoFrameskip-v4",
               "atari/sample-factory-appo/PongNoFrameskip-v4", "GameScoreAverage", 4,
-              "python bench/pong_to_score.py --seed 0"),
+              "python bench/sample_factory/pong_to_score.py --seed 0"),
 )
 
 

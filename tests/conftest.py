@@ -30,11 +30,11 @@ def run_dir(tmp_path, monkeypatch):
 
 
 def _runs_long(item) -> bool:
-    return any(item.get_closest_marker(m) is not None for m in ("learning", "slow"))
+    return any(item.get_closest_marker(m) is not None for m in ("learning", "slow", "soak"))
 
 
 def pytest_collection_modifyitems(config, items):
-    """The long tests first (marked learning or slow: up to minutes each), the
+    """The long tests first (marked learning, slow or soak: up to minutes each), the
     rest in file order after them: pytest-xdist hands tests out in this order, so the two
     workers end together instead of one running a long test alone at the end."""
     items.sort(key=lambda item: not _runs_long(item))

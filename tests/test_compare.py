@@ -1,5 +1,5 @@
 """``rlpyt compare`` and its statistics (``rlpyt.experiments.compare``), each against a
-plain-loop reference; bench/rliable_check.py compares them with rliable itself."""
+plain-loop reference; bench/rliable/rliable_check.py compares them with rliable itself."""
 
 from __future__ import annotations
 

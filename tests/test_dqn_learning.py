@@ -38,7 +38,7 @@ SAMPLER = dict(batch_T=4, batch_B=8, max_decorrelation_steps=0, eval_n_envs=5,
                eval_max_trajectories=5)
 # The `dqn` preset: the CartPole settings of examples/dqn_cartpole.py with double
 # Q-learning and 3-step returns, which keep a solved CartPole solved.  Measured
-# 2026-11-25 with bench/final_returns.py (seeds 0-4, 100k steps, the two evaluations
+# 2026-11-25 with bench/results/final_returns.py (seeds 0-4, 100k steps, the two evaluations
 # after the first >= 475): one-step plain DQN (184, 500), (500, 500), (500, 500),
 # (500, 140), (500, 500): 3 of 5 pass this file's rule; with double and 3-step (500, 500),
 # (500, 500), (229, 500), (500, 500), (500, 500): 4 of 5

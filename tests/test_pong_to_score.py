@@ -1,6 +1,6 @@
-"""The Pong time-to-score comparison (``bench/pong_to_score.py``): the peer's log lines
-become rows in our columns, the run stops once at the score, and the peer's wall-time cap
-follows our runs.  Fast: no training, no peer venv."""
+"""The Pong time-to-score comparison (``bench/sample_factory/pong_to_score.py``): the
+peer's log lines become rows in our columns, the run stops once at the score, and the
+peer's wall-time cap follows our runs.  Fast: no training, no peer venv."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def load(path: Path):
-    """The module at ``path``, imported with its folder on ``sys.path`` only while it
-    loads: ``bench/`` on the path for good would shadow other tests' modules (its
-    ``dqn.py`` is not ``bench/minatar/dqn.py``)."""
+    """The module at ``path``, imported with its folder (and the folders it adds itself)
+    on ``sys.path`` only while it loads: ``bench/``'s folders on the path for good would
+    shadow other tests' modules (``bench/sb3/dqn.py`` is not ``bench/minatar/dqn.py``)."""
     saved = list(sys.path)
     sys.path.insert(0, str(path.parent))
     try:
@@ -32,7 +32,7 @@ def load(path: Path):
 
 
 sf_appo_score = load(ROOT / "bench" / "peers" / "sf_appo_score.py")
-pong_to_score = load(ROOT / "bench" / "pong_to_score.py")
+pong_to_score = load(ROOT / "bench" / "sample_factory" / "pong_to_score.py")
 
 
 def record(message: str) -> logging.LogRecord:

@@ -1,4 +1,4 @@
-"""Peer libraries in their own virtual environments, for ``bench/peer_throughput.py``.
+"""Peer libraries in their own virtual environments, for the side-by-side benchmarks.
 
 A peer whose pins clash with ours (Sample Factory needs ``numpy<2`` and
 ``gymnasium<1``) cannot share our environment, so each peer gets one venv of its own
@@ -47,10 +47,10 @@ PEERS = {
     "torchrl": Peer("torchrl", ("torchrl==0.14.1", "tensordict==0.14.3", "envpool==1.2.5",
                                 "gym==0.26.2", "treevalue==1.5.0", "numpy==2.4.6",
                                 "gymnasium==1.4.0", TORCH)),
-    # SB3's A2C as the RL Baselines3 Zoo trains it on MuJoCo (bench/sb3_a2c_mujoco.py).
+    # SB3's A2C as the RL Baselines3 Zoo trains it on MuJoCo (bench/sb3/a2c_mujoco.py).
     "sb3": Peer("sb3", ("stable-baselines3==2.9.2", "gymnasium[mujoco]==1.4.0",
                         "mujoco==4.0.0", "numpy==2.4.6", TORCH)),
-    # The RL Baselines3 Zoo's ``--optimize`` (bench/zoo_tune.py), with the Optuna we pin.
+    # The RL Baselines3 Zoo's ``--optimize`` (bench/zoo/zoo_tune.py), with the Optuna we pin.
     "zoo": Peer("zoo", ("rl_zoo3==2.9.2", "stable-baselines3==2.9.2", "sb3_contrib==2.9.2",
                         "optuna==5.0.0", "pandas==3.1.1", "gymnasium==1.4.0",
                         "numpy==2.4.6", TORCH)),

@@ -1,6 +1,7 @@
-"""rliable's own estimates for ``bench/rliable_check.py``: reads ``{name: [scores]}`` as
-JSON from argv[1] (a file), prints ``PEER_RESULT {json}`` with each group's mean and IQM
-and their 95% stratified-bootstrap intervals, and P(X > Y) of each ordered pair."""
+"""rliable's own estimates for ``bench/rliable/rliable_check.py``: reads ``{name:
+[scores]}`` as JSON from argv[1] (a file), prints ``PEER_RESULT {json}`` with each
+group's mean and IQM and their 95% stratified-bootstrap intervals, and P(X > Y) of each
+ordered pair."""
 
 import itertools
 import json

@@ -1,6 +1,6 @@
 """SB3's A2C as the RL Baselines3 Zoo trains it on a MuJoCo task (hyperparams/a2c.yml,
 ``HalfCheetah-v4: normalize: true``: SB3's A2C defaults under VecNormalize), for
-``bench/sb3_a2c_mujoco.py``.
+``bench/sb3/a2c_mujoco.py``.
 
     python sb3_a2c.py ENV_ID SEED N_STEPS EVAL_INTERVAL OUT_DIR
 

@@ -1,10 +1,11 @@
 """Peer: Sample Factory's APPO learning Pong with its Atari defaults, logged as a run.
 
-Run in the Sample Factory venv (``bench/peers/``), by ``bench/pong_to_score.py``.  The
-settings are Sample Factory's own for Atari (``sf_examples.atari``: PongNoFrameskip-v4
-with its wrappers, and ``atari_override_defaults``: 8 workers, rollouts of 128, 4 epochs
-of 4 minibatches of 256, Adam 2.5e-4 decayed linearly, 10M frames), on the CPU; only the
-seed, the wall-time cap and the place of its files are set here.
+Run in the Sample Factory venv (``bench/peers/``), by
+``bench/sample_factory/pong_to_score.py``.  The settings are Sample Factory's own for
+Atari (``sf_examples.atari``: PongNoFrameskip-v4 with its wrappers, and
+``atari_override_defaults``: 8 workers, rollouts of 128, 4 epochs of 4 minibatches of
+256, Adam 2.5e-4 decayed linearly, 10M frames), on the CPU; only the seed, the
+wall-time cap and the place of its files are set here.
 
 Every report of its learner (about every 5 s) becomes a row of ``<out>/progress.csv`` in
 rlpyt's columns: ``CumTime (s)`` (from this script's start, so Sample Factory's start-up

@@ -6,8 +6,9 @@ Run in the TorchRL venv (``bench/peers/``).  ``--collector sync``: one ``Collect
 EnvPool + CNN loop.  ``--collector multi``: a ``MultiSyncCollector`` of ``--workers``
 worker processes, each with its own ``MultiThreadedEnv`` of ``B / workers`` envs (one
 EnvPool thread) and its own copy of the policy, like rlpyt's ``CpuSampler``.  Each
-batch holds ``--B x --T`` agent steps (both as in ``bench/peer_throughput.py``'s collection
-rows); env, model and action sampling are in ``torchrl_parts.py``.
+batch holds ``--B x --T`` agent steps (both as in
+``bench/throughput/peer_throughput.py``'s collection rows); env, model and action
+sampling are in ``torchrl_parts.py``.
 
 Prints ``PEER_RESULT {"steps_per_s": ...}``: agent steps (each 4 emulator frames) per
 second over the batches after two warm-up batches.

@@ -9,7 +9,8 @@ once per batch; the batch goes into a ``ReplayBuffer`` (``LazyTensorStorage``,
 coefficient 0.5 on its L2 value loss, which lacks the 1/2 of the CleanRL-style loop's:
 the same work, twice the value gradient; advantages not normalized) takes ``--epochs``
 epochs of ``--minibatches`` minibatches, Adam 2.5e-4 (eps 1e-5), gradient norm 0.5:
-the settings of ``cleanrl_style_ppo.py`` and of rlpyt's ``PPO`` in ``bench/peer_throughput.py``.
+the settings of ``cleanrl_style_ppo.py`` and of rlpyt's ``PPO`` in
+``bench/throughput/peer_throughput.py``.
 
 Prints ``PEER_RESULT {"steps_per_s": ...}``: agent steps per second from the end of
 the first iteration to the end of the last (start-up and the warm-up iteration

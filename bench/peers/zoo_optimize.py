@@ -1,4 +1,4 @@
-"""The RL Baselines3 Zoo's ``--optimize`` on a given search space, for ``bench/zoo_tune.py``.
+"""The RL Baselines3 Zoo's ``--optimize`` on a given search space, for ``bench/zoo/zoo_tune.py``.
 
 Run in the Zoo's venv (``bench/peers/``).  The Zoo's PPO search space is fixed in
 ``rl_zoo3.hyperparams_opt`` (eleven dimensions); for a side by side with ``rlpyt tune``

@@ -17,7 +17,7 @@ One task per comparison: the runs of every group must be of one env id.
 
 The statistics are computed here with numpy rather than by importing ``rliable``:
 ``rliable`` 1.2 needs ``arch < 8``, which does not import beside pandas 3.
-``bench/rliable_check.py`` runs both on the same scores in a venv of their own.
+``bench/rliable/rliable_check.py`` runs both on the same scores in a venv of their own.
 """
 
 from __future__ import annotations

@@ -21,8 +21,8 @@ of wall-clock time (``--clock wall``).  Torch runs one thread for both (tiny
 tensors).  The final evaluation is the mean return of ``--eval-episodes`` greedy
 episodes (epsilon 0) on fresh envs, outside the timed part.
 
-    python bench/dqn.py --steps 20000 --repeats 3
-    python bench/dqn.py --replay      # then parts (b) and (c): bench/replay.py
+    python bench/sb3/dqn.py --steps 20000 --repeats 3
+    python bench/sb3/dqn.py --replay      # then parts (b) and (c): bench/speed/replay.py
 """
 
 from __future__ import annotations
@@ -142,8 +142,8 @@ def main() -> None:
     parser.add_argument("--eval-episodes", type=int, default=5)
     parser.add_argument("--clock", choices=["cpu", "wall"], default="cpu")
     parser.add_argument("--replay", action="store_true",
-                        help="also run bench/replay.py (prioritized replay throughput at 100k "
-                             "capacity, frame-buffer bytes per transition)")
+                        help="also run bench/speed/replay.py (prioritized replay throughput at "
+                             "100k capacity, frame-buffer bytes per transition)")
     args = parser.parse_args()
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
     torch.set_num_threads(1)
@@ -175,8 +175,8 @@ def main() -> None:
 
 
 def run_replay_bench(clock) -> None:
-    """Parts (b) and (c) of the DQN benchmark, from ``bench/replay.py`` next to this file."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    """Parts (b) and (c) of the DQN benchmark, from ``bench/speed/replay.py``."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "speed"))
     import replay
 
     replay.CLOCK = clock

@@ -20,7 +20,7 @@ default (``--clock cpu``), which other processes sharing the cores disturb far l
 than wall-clock time (``--clock wall``); everything runs in one thread, so on an idle
 machine the two agree.
 
-    python bench/atari_env.py --game pong --rounds 30 --chunk 500
+    python bench/speed/atari_env.py --game pong --rounds 30 --chunk 500
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ run needed for 18 (our longest run's whole wall time, where none reached 18), or
 own budget of 10M frames.  Then it prints both sides' frames and wall time to scores of
 0, 10 and 18 and the ratio of wall times (peer / ours: above 1, ours is faster).
 
-    python bench/pong_to_score.py --seed 0            # about 2 hours of both cores
-    python bench/pong_to_score.py --report-only       # the table from committed runs
+    python bench/sample_factory/pong_to_score.py --seed 0            # about 2 hours of both cores
+    python bench/sample_factory/pong_to_score.py --report-only       # the table from committed runs
 """
 
 from __future__ import annotations
@@ -22,9 +22,8 @@ import os
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path.insert(0, str(HERE))
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))  # bench/peers/
 sys.path.insert(0, str(ROOT / "docs_tools"))
 
 import peers  # noqa: E402

@@ -13,8 +13,8 @@ shared machine the 2-rank figure needs two free cores and drops first.  A second
 ratio divides by the CPU time of the busiest rank instead of wall time (the work the
 ranks do, gradient all-reduce included, without time spent waiting for a core).
 
-    python bench/sync_rl.py                       # 3 repeats of 24k steps per rank
-    python bench/sync_rl.py --repeats 5 --steps-per-rank 40000
+    python bench/speed/sync_rl.py                       # 3 repeats of 24k steps per rank
+    python bench/speed/sync_rl.py --repeats 5 --steps-per-rank 40000
 """
 
 from __future__ import annotations

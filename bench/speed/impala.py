@@ -21,7 +21,7 @@ needs ``gymnasium<1.0`` and ``numpy<2`` (``pip install --dry-run sample-factory`
 with our pins would downgrade gymnasium 1.4.0 to 0.29.1 and numpy 2.4.6 to 1.26.4), so
 it cannot be installed next to this library; the script prints this and does not run it.
 
-    python bench/impala.py --repeats 3
+    python bench/speed/impala.py --repeats 3
 """
 
 from __future__ import annotations

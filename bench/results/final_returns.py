@@ -6,10 +6,10 @@ prints every seed's evaluation history, the mean of its last ``--last`` evaluati
 how many seeds hold ``--threshold`` there.  ``--algo-kwargs`` (JSON) overrides the
 class defaults, so the same command measures a library default and a fix:
 
-    python bench/final_returns.py --algo impala --seeds 0 1 2 3 4
-    python bench/final_returns.py --algo impala --algo-kwargs '{"learning_rate": 3e-4}'
-    python bench/final_returns.py --algo r2d1 --preset --seeds 0 1 2
-    python bench/final_returns.py --algo r2d1 --preset --mask-velocity --threshold 400
+    python bench/results/final_returns.py --algo impala --seeds 0 1 2 3 4
+    python bench/results/final_returns.py --algo impala --algo-kwargs '{"learning_rate": 3e-4}'
+    python bench/results/final_returns.py --algo r2d1 --preset --seeds 0 1 2
+    python bench/results/final_returns.py --algo r2d1 --preset --mask-velocity --threshold 400
 
 ``--preset`` starts from the ``rlpyt train`` preset's algorithm, agent and sampler
 settings instead of the class defaults (``--algo-kwargs`` and ``--agent-kwargs`` then
@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

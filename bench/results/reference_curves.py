@@ -11,7 +11,7 @@ algorithm: the steps to the first evaluation at or above the task's threshold an
 final evaluation return of every seed, with the final returns' mean, standard deviation
 and range over seeds (``--table-only`` prints it from the kept runs without training).
 
-    python bench/reference_curves.py --algos ppo a2c dqn --seeds 0 1 2 --out-dir docs/img
+    python bench/results/reference_curves.py --algos ppo a2c dqn --seeds 0 1 2 --out-dir docs/img
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

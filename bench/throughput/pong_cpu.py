@@ -1,15 +1,15 @@
-"""CPU time per Pong frame on each side of ``bench/peer_throughput.py``'s random-action row.
+"""CPU time per Pong frame on each side of ``peer_throughput.py``'s random-action row.
 
-``bench/peer_throughput.py`` compares wall-clock frames/s, which mixes two things: how much CPU
-each side spends per frame, and how well it keeps the cores busy.  This bench measures
-the first alone: every contender steps 8 Pong envs with random actions in **one
-thread** (frame skip 4, 4 stacked 104x80 grayscale frames, episodic lives, 30 no-op
-starts), and the figure is process CPU seconds per 1000 agent steps (4000 frames),
-which load from other processes disturbs far less than wall time.  Rounds rotate the
+``bench/throughput/peer_throughput.py`` compares wall-clock frames/s, which mixes two
+things: how much CPU each side spends per frame, and how well it keeps the cores busy.
+This bench measures the first alone: every contender steps 8 Pong envs with random
+actions in **one thread** (frame skip 4, 4 stacked 104x80 grayscale frames, episodic
+lives, 30 no-op starts), and the figure is process CPU seconds per 1000 agent steps
+(4000 frames), which load from other processes disturbs far less than wall time.  Rounds rotate the
 order; medians over rounds.
 
 * ``raw ALE + screen``: ale-py's ``act`` four times and one screen grab per step, the
-  emulator's own cost (``bench/atari_env.py``'s contender);
+  emulator's own cost (``bench/speed/atari_env.py``'s contender);
 * ``AtariEnv``: our env, stepped in a loop;
 * ``SerialSampler + AtariEnv``: the sampler's collector on top (agent step, buffers,
   trajectory infos), what each ``CpuSampler`` worker runs;
@@ -18,7 +18,7 @@ order; medians over rounds.
   (its process CPU over the timed loop; the main thread waits while EnvPool's thread
   steps).
 
-    python bench/pong_cpu.py --rounds 5
+    python bench/throughput/pong_cpu.py --rounds 5
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-for path in (ROOT, ROOT / "bench"):
+ROOT = Path(__file__).resolve().parents[2]
+for path in (ROOT, ROOT / "bench", ROOT / "bench" / "speed"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 

@@ -12,8 +12,8 @@ evaluation episodes, then the ratios rlpyt / SB3.
 
 Usage::
 
-    python bench/sac.py                     # the full spec: 20k steps per library
-    python bench/sac.py --steps 5000        # a shorter run
+    python bench/sb3/sac.py                     # the full spec: 20k steps per library
+    python bench/sb3/sac.py --steps 5000        # a shorter run
 
 Needs stable-baselines3 (``make bench`` installs it).
 """

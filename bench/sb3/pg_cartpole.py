@@ -14,8 +14,8 @@ One-off process start-up costs are paid before any timing: the first torch optim
 built in a process lazily imports ``torch._dynamo`` (over a second of CPU), which
 would otherwise be charged to whichever library happens to run first.
 
-    python bench/pg_cartpole.py                 # full spec: PPO then A2C, 2 repeats each
-    python bench/pg_cartpole.py --algos ppo --repeats 3 --ppo-steps 50000
+    python bench/sb3/pg_cartpole.py                 # full spec: PPO then A2C, 2 repeats each
+    python bench/sb3/pg_cartpole.py --algos ppo --repeats 3 --ppo-steps 50000
 """
 
 from __future__ import annotations

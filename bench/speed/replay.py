@@ -11,8 +11,8 @@
 
 Usage::
 
-    python bench/replay.py                 # full run, 1M capacity
-    python bench/replay.py --capacity 100000 --repeats 3
+    python bench/speed/replay.py                 # full run, 1M capacity
+    python bench/speed/replay.py --capacity 100000 --repeats 3
 
 Timings are the best of ``--repeats`` rounds of ``--iterations`` calls, on this
 process's CPU clock by default (``--clock cpu``): single-threaded work then reads

@@ -17,7 +17,7 @@ process with torch's default threads and evaluates with the greedy action; ``rlp
 tune`` runs each trial as an ``rlpyt train`` process pinned to its share of the CPUs
 and evaluates by sampling the policy.
 
-    python bench/zoo_tune.py --trials 16 --jobs 2 --n-steps 50000 --out runs/zoo_tune
+    python bench/zoo/zoo_tune.py --trials 16 --jobs 2 --n-steps 50000 --out runs/zoo_tune
 
 The two studies run one after the other, each with the machine to itself; the table
 gives each side's figures and the ratio of ours to the Zoo's.
@@ -33,8 +33,8 @@ import subprocess
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+BENCH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, BENCH)  # bench/peers/
 
 import peers  # noqa: E402
 

@@ -33,8 +33,8 @@ machine every side sees the same load because repeats alternate), and the cores 
 whole machine was busy (start-up included): near the core count, a side is bound by
 the CPU.  Frames are emulator frames: 4 per agent step on Atari, 1 on MinAtar.
 
-    python bench/peer_throughput.py --repeats 3 --out peers.md
-    python bench/peer_throughput.py --size tiny --repeats 1     # smoke test
+    python bench/throughput/peer_throughput.py --repeats 3 --out peers.md
+    python bench/throughput/peer_throughput.py --size tiny --repeats 1     # smoke test
 """
 
 from __future__ import annotations
@@ -47,8 +47,9 @@ import time
 
 import torch
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+BENCH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, BENCH)  # bench/peers/
+sys.path.insert(0, os.path.join(BENCH, "speed"))  # row_rate, samplers
 
 import peers  # noqa: E402
 from row_rate import rate_between_rows  # noqa: E402

@@ -23,7 +23,7 @@ than ``--max-other-load`` cores of other load is discarded and retried (up to
 ``--attempts`` times per contender); the table reports the median of the kept
 measurements, their other load, and how many were kept.
 
-    python bench/samplers.py --out bench_samplers.md
+    python bench/speed/samplers.py --out bench_samplers.md
 """
 
 from __future__ import annotations

@@ -15,8 +15,8 @@ sample-efficiency papers that plot the first 100k-300k steps (MBPO, Janner et al
 2019; REDQ, Chen et al. 2021) lie in that range at 100k steps; read off plots, not
 tables, so treat it as approximate.
 
-    python bench/mujoco_sac.py
-    python bench/mujoco_sac.py --steps 5000 --eval-interval 2500   # a quick smoke run
+    python bench/results/mujoco_sac.py
+    python bench/results/mujoco_sac.py --steps 5000 --eval-interval 2500   # a quick smoke run
 """
 
 from __future__ import annotations

@@ -15,9 +15,9 @@ process run:
    target >= 0.8 up to 16 actors.
 
 Each measurement also records the cores used by *other* processes meanwhile (the
-machine is shared), as in ``bench/samplers.py``.
+machine is shared), as in ``bench/speed/samplers.py``.
 
-    nice -n 10 python bench/ray_actors.py --out bench_ray.md
+    nice -n 10 python bench/speed/ray_actors.py --out bench_ray.md
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from rlpyt.spaces.float_box import FloatBox
 from rlpyt.spaces.int_box import IntBox
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from samplers import LoadMeter  # noqa: E402  (bench/samplers.py)
+from samplers import LoadMeter  # noqa: E402  (bench/speed/samplers.py)
 
 STEP_SLEEP_S = 0.010
 

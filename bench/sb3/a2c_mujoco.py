@@ -6,7 +6,7 @@ SB3 runs in a venv of its own (``bench/peers/``, peer ``sb3``); each side's runs
 ``OUT/<side>/run_<seed>/progress.csv``, so ``rlpyt compare`` and ``rlpyt plot`` read
 both.  The seeds of both sides run at once, one process each.
 
-    python bench/sb3_a2c_mujoco.py --seeds 0 1 --n-steps 1e6 --out runs/a2c_vs_sb3
+    python bench/sb3/a2c_mujoco.py --seeds 0 1 --n-steps 1e6 --out runs/a2c_vs_sb3
     rlpyt compare runs/a2c_vs_sb3/rlpyt runs/a2c_vs_sb3/sb3 --at 1000000
 """
 
@@ -18,8 +18,8 @@ import subprocess
 import sys
 import threading
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+BENCH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, BENCH)  # bench/peers/
 
 import peers  # noqa: E402
 

@@ -19,7 +19,7 @@ case where overlapping them matters most; a fixed ratio can be given.  Rates exc
 the warm-up before learning starts (``min_steps_learn``).  Repeats alternate the order
 of the runs; medians are reported.
 
-    python bench/async_dqn.py --repeats 3
+    python bench/speed/async_dqn.py --repeats 3
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ with ``--runs``, the runs of committed results folders.  Point estimates must ag
 exactly; interval ends differ by Monte Carlo error only (each side draws its own
 bootstrap samples), which the table shows beside the intervals' widths.
 
-    python bench/rliable_check.py
-    python bench/rliable_check.py --runs docs/results/classic/dqn/Acrobot-v1 \\
+    python bench/rliable/rliable_check.py
+    python bench/rliable/rliable_check.py --runs docs/results/classic/dqn/Acrobot-v1 \\
         docs/results/classic/cat_dqn/Acrobot-v1 --column TrainReturnAverage --at 500000
 """
 
@@ -22,8 +22,8 @@ import tempfile
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+BENCH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, BENCH)  # bench/peers/
 
 import peers  # noqa: E402
 

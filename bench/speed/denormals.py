@@ -8,7 +8,7 @@ is many times slower.  Each measurement is a fresh process training the MinAtar
 after learning has run for a while (``--warmup`` env steps, so the moments have had
 time to decay); the "kept" side turns the flush off.  Repeats alternate the order; medians and their ratio are printed.
 
-    python bench/denormals.py --repeats 3
+    python bench/speed/denormals.py --repeats 3
 """
 
 from __future__ import annotations
