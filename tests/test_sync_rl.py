@@ -549,7 +549,7 @@ def test_bad_affinity_is_rejected():
 
 
 def test_cli_builds_one_affinity_per_rank(monkeypatch):
-    from rlpyt.cli.train import _rank_affinities
+    from rlpyt.cli.run_affinity import rank_affinities as _rank_affinities
 
     for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"):
         monkeypatch.delenv(key, raising=False)

@@ -36,9 +36,6 @@ from rlpyt.utils.process import launched_by_torchrun
 __all__ = ["add_train_parser", "build_components", "build_config", "default_run_name",
            "load_run_config", "run_train", "train_from_config"]
 
-_rank_affinities = rank_affinities  # the name tests/test_sync_rl.py imports from here
-
-
 def add_train_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add the ``train`` command, with its flags (``rlpyt.cli.train_args``), to
     ``subparsers``; returns its parser."""
