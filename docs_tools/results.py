@@ -50,7 +50,7 @@ import time_to_score as tts  # noqa: E402  (docs_tools/time_to_score.py: Atari's
 
 from rlpyt.utils.logging.run_table import RUN_COLUMNS, load_runs  # noqa: E402
 
-FAMILIES = ("classic", "minatar", "mujoco", "atari")
+FAMILIES = ("classic", "minatar", "popgym", "mujoco", "atari")
 TIME_COLUMN = "CumTime (s)"
 
 
@@ -66,10 +66,12 @@ class Published:
 
 @dataclass(frozen=True)
 class Target:
-    """A bar that is not a published run (a task's solved threshold, a stated goal)."""
+    """A bar that is not a published run (a task's solved threshold, a stated goal).
+    ``at_most``: the mean must stay at or under it (a baseline that should not learn)."""
 
     value: float
     what: str
+    at_most: bool = False
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,11 @@ DETERMINISTIC = ("deterministic evaluation return (`ReturnAverage` of `rlpyt tra
                  "evaluation episodes, mean action)")
 CLASSIC_REASON = "the classic runs are made with the command shown (1-5 minutes each)"
 MUJOCO_REASON = "runs in progress on the 2-core VM"
+
+
+POPGYM_TASK = "popgym-RepeatPreviousEasy-v0"
+POPGYM_EVAL = EVAL + ", epsilon-greedy with the agent's evaluation epsilon"
+POPGYM_REASON = "runs of a few minutes each on the 2-core VM, made with the command shown"
 
 
 TRAIN_RETURN = ("training return (`TrainReturnAverage`: mean of the latest 100 training "
@@ -182,6 +189,14 @@ ROWS: tuple[Row, ...] = (
     cleanrl_ppo_row("Walker2d-v5", "Walker2d-v4"),
     cleanrl_ppo_row("Humanoid-v5", "Humanoid-v4"),
     cleanrl_ppo_row("Humanoid-v4", "Humanoid-v4"),
+    Row("popgym", POPGYM_TASK, "r2d1", "R2D1", 200_000, "ReturnAverage", POPGYM_EVAL,
+        Target(0.5, "the suit of 3 cards in 4 recalled; guessing scores -0.5, all "
+                    "recalled 1.0"),
+        train_command("r2d1", POPGYM_TASK, "popgym"), POPGYM_REASON),
+    Row("popgym", POPGYM_TASK, "dqn", "DQN, feed-forward", 200_000, "ReturnAverage",
+        POPGYM_EVAL, Target(-0.4, "near guessing's -0.5: without memory the card of 4 "
+                                  "steps ago is unknown", at_most=True),
+        train_command("dqn", POPGYM_TASK, "popgym"), POPGYM_REASON),
     Row("atari", "PongNoFrameskip-v4", "ppo", "PPO", 2_500_000, "GameScoreAverage",
         "whole-game score of training games (`GameScoreAverage`: unclipped, a game "
         "ends at game over), mean of the latest 100 games; no evaluation games "
@@ -350,6 +365,10 @@ def verdict_text(results: Path, row: Row, measured: Measured) -> str:
     bar = bar_value(results, row.bar)
     why = ": published mean - 1 std" if isinstance(row.bar, Published) else ""
     mean, _ = mean_std(measured.values)
+    if isinstance(row.bar, Target) and row.bar.at_most:
+        if mean <= bar:
+            return f"**as expected** (≤ {bar:g})"
+        return f"**above** (> {bar:g}): the baseline learned what it should not"
     if reached(mean, bar):
         return f"**reached** (≥ {bar:g}{why})"
     return f"**below** (< {bar:g}{why})"
