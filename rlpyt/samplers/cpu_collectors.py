@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from rlpyt.agents.base import AgentInputs
-from rlpyt.samplers.collectors import (
+from rlpyt.samplers.collector_base import (
     BaseCollector,
     CpuCollectorMixin,
     DecorrelatingStartCollector,

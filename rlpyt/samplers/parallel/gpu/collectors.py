@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from rlpyt.agents.base import AgentInputs
-from rlpyt.samplers.collectors import DecorrelatingStartCollector
+from rlpyt.samplers.collector_base import DecorrelatingStartCollector
 from rlpyt.samplers.env_group import is_vec_env
 from rlpyt.samplers.parallel.eval import EvalEnvGroup, run_worker_evaluation
 from rlpyt.samplers.vec_stepping import VecEnvStepper
