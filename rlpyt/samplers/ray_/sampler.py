@@ -7,7 +7,7 @@ import functools
 from rlpyt.envs.traj_info import TrajInfo
 from rlpyt.samplers.base import BaseSampler
 from rlpyt.samplers.buffer import build_samples_buffer
-from rlpyt.samplers.cpu_collectors import (
+from rlpyt.samplers.acting_beside_envs import (
     CpuResetCollector,
     CpuVecResetCollector,
     CpuWaitResetCollector,

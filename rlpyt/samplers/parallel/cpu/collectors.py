@@ -1,6 +1,7 @@
 """Collectors of CPU-parallel samplers: the worker-side evaluation collector; the
 training collectors (shared with the serial and Ray samplers) live in
-``rlpyt.samplers.cpu_collectors`` and are importable from here too."""
+``rlpyt.samplers.acting_beside_envs`` and are importable from here too, their public
+path."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import warnings
 import numpy as np
 
 from rlpyt.agents.base import AgentInputs
-from rlpyt.samplers.cpu_collectors import (
+from rlpyt.samplers.acting_beside_envs import (
     CpuResetCollector,
     CpuVecResetCollector,
     CpuWaitResetCollector,

@@ -1,7 +1,8 @@
-"""Collectors for samplers whose agent lives with the envs, stepping in this process or
-in a worker: reset, wait-reset and vectorised-env collectors, and the choice among them
-for an ``EnvCls`` (``collector_for_env``).  The serial sampler, CPU workers and Ray
-actors all use them; ``rlpyt.samplers.parallel.cpu.collectors`` re-exports them."""
+"""Collectors whose agent acts beside the envs, in the process that steps them (this
+process, a CPU worker or a Ray actor): reset, wait-reset and vectorised-env collectors,
+and the choice among them for an ``EnvCls`` (``collector_for_env``).  Their classic
+names start with ``Cpu``; ``rlpyt.samplers.parallel.cpu.collectors`` re-exports them
+(the public path)."""
 
 from __future__ import annotations
 
