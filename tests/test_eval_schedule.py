@@ -18,7 +18,7 @@ from test_serial_sampler import FakeEnv, eval_agent
 from rlpyt.envs.traj_info import TrajInfo
 from rlpyt.samplers.eval import EvalSchedule, hard_step_limit, merge_completed
 from rlpyt.samplers.parallel.base import split_evenly
-from rlpyt.samplers.parallel.eval import EvalEnvGroup
+from rlpyt.samplers.parallel.worker_eval import EvalEnvGroup
 from rlpyt.samplers.ray_.eval_events import EvalEvents
 from rlpyt.samplers.serial.collectors import SerialEvalCollector
 

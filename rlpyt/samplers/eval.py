@@ -119,7 +119,7 @@ class EvalCollector:
 # Every eval env steps once per round, in lockstep over all of them, and the sampler
 # decides after each round which ended trajectories are followed by a new one, walking
 # the envs in global rank order as the serial loop does: the outcome is the serial one
-# whatever the timing (rlpyt.samplers.parallel.eval has the worker side).
+# whatever the timing (rlpyt.samplers.parallel.worker_eval has the worker side).
 def hard_step_limit(max_steps, max_trajectories, horizon, factor: float = 10) -> int:
     """Safety cap on total eval steps, as in the serial evaluation."""
     horizon = horizon or 100_000

@@ -115,7 +115,7 @@ class ParallelSamplerBase(BaseSampler):
     ``SerialSampler``, so the same seed gives the same envs on any sampler.  Nothing
     depends on timing: results are merged in a fixed order (trajectories by time step
     and env rank), evaluation runs in lockstep with the master deciding which
-    trajectories start (``rlpyt.samplers.parallel.eval``), and workers' RNGs are seeded
+    trajectories start (``rlpyt.samplers.parallel.worker_eval``), and workers' RNGs are seeded
     from the run seed and their index.
 
     Shutdown: ``shutdown()`` (also on any error, Ctrl-C, ``__del__`` and interpreter
@@ -337,7 +337,7 @@ class ParallelSamplerBase(BaseSampler):
         raise NotImplementedError
 
     def _serve_evaluation(self, itr) -> list:
-        """The master's side of one lockstep evaluation (``rlpyt.samplers.parallel.eval``):
+        """The master's side of one lockstep evaluation (``rlpyt.samplers.parallel.worker_eval``):
         per round, release the eval workers to step, then apply the schedule's decisions.
         Workers that select their own actions start the next trajectories when released
         for the next round; otherwise the master releases them once more to do so (it

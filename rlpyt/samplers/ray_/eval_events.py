@@ -1,6 +1,6 @@
 """The lockstep evaluation's outcome with one message per trajectory end, not per round.
 
-The lockstep rule (``rlpyt.samplers.parallel.eval``) needs the master only where a
+The lockstep rule (``rlpyt.samplers.parallel.worker_eval``) needs the master only where a
 trajectory ends: every other round, each active env simply steps once.  So a group
 (a worker or a Ray actor) may step ahead on its own until one of its trajectories
 ends (``EvalEnvGroup.run``), and the master replays the rounds in order: it takes

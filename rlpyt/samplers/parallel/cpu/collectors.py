@@ -17,7 +17,7 @@ from rlpyt.samplers.acting_beside_envs import (
     collector_for_env,
 )
 from rlpyt.samplers.eval import EvalCollector, EvalSchedule
-from rlpyt.samplers.parallel.eval import EvalEnvGroup, run_worker_evaluation
+from rlpyt.samplers.parallel.worker_eval import EvalEnvGroup, run_worker_evaluation
 from rlpyt.utils.buffer import buffer_from_example, numpify_buffer, torchify_buffer
 
 __all__ = [
@@ -36,7 +36,7 @@ class CpuEvalCollector(EvalCollector):
         schedule: the sampler's ``EvalSchedule``: the master decides, after each round
             in which every eval env of every worker stepped once, which trajectories
             start (the serial counting rule over all eval envs, see
-            ``rlpyt.samplers.parallel.eval``).  ``None`` makes a private one (the
+            ``rlpyt.samplers.parallel.worker_eval``).  ``None`` makes a private one (the
             collector then evaluates on its own, exactly like ``SerialEvalCollector``).
         env_ranks: global eval ranks of ``envs`` (default ``0 .. len(envs) - 1``).
         sync: the worker's ``WorkerSync`` (required with a shared ``schedule``).

@@ -21,7 +21,7 @@ import numpy as np
 from rlpyt.agents.base import AgentInputs
 from rlpyt.samplers.collector_base import DecorrelatingStartCollector
 from rlpyt.samplers.env_group import is_vec_env
-from rlpyt.samplers.parallel.eval import EvalEnvGroup, run_worker_evaluation
+from rlpyt.samplers.parallel.worker_eval import EvalEnvGroup, run_worker_evaluation
 from rlpyt.samplers.vec_stepping import VecEnvStepper
 from rlpyt.utils.buffer import buffer_from_example
 from rlpyt.utils.collections import namedarraytuple
@@ -215,7 +215,7 @@ class GpuEvalCollector:
         envs: the worker's eval envs.
         TrajInfoCls: per-trajectory statistics factory.
         schedule: the sampler's ``EvalSchedule`` (the master decides which
-            trajectories start, see ``rlpyt.samplers.parallel.eval``).
+            trajectories start, see ``rlpyt.samplers.parallel.worker_eval``).
         env_ranks: global eval ranks of ``envs``.
         step_buffer_np: the worker's slice of the ``EvalStepBuffer``.
         sync: the worker's ``WorkerSync``.
