@@ -31,7 +31,7 @@ from rlpyt.algos.dqn.dqn import DQN
 from rlpyt.envs.gym import GymEnvWrapper, make
 from rlpyt.runners.async_rl import AsyncRl, AsyncRlEval, AsyncRunError, split_affinity
 from rlpyt.samplers.async_.alternating_sampler import AsyncAlternatingSampler
-from rlpyt.samplers.async_.control import ThrottleSpec
+from rlpyt.samplers.async_.control_block import ThrottleSpec
 from rlpyt.samplers.async_.cpu_sampler import AsyncCpuSampler
 from rlpyt.samplers.async_.gpu_sampler import AsyncGpuSampler
 from rlpyt.samplers.async_.serial_sampler import AsyncSerialSampler

@@ -305,7 +305,7 @@ class _FakeControl:
     """The counters and flags ``AsyncWatch`` reads (no processes)."""
 
     def __init__(self):
-        from rlpyt.samplers.async_.control import ThrottleSpec
+        from rlpyt.samplers.async_.control_block import ThrottleSpec
 
         self.throttle = ThrottleSpec(1, 32, 32, min_itr_learn=2)
         for name in ("sampled", "appended", "updates", "in_eval", "sampler_waiting",

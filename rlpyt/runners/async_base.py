@@ -19,7 +19,7 @@ from rlpyt.runners.base import apply_affinity, training_torch_threads
 from rlpyt.runners.diagnostics import AsyncColumns
 from rlpyt.runners.minibatch_rl import MinibatchRlBase
 from rlpyt.samplers.async_.base import AsyncSamplerBase
-from rlpyt.samplers.async_.control import ThrottleSpec
+from rlpyt.samplers.async_.control_block import ThrottleSpec
 from rlpyt.utils.logging import logger
 from rlpyt.utils.process import flush_denormals, granted_cpus
 from rlpyt.utils.supervisor import raise_if_stopped

@@ -18,7 +18,7 @@ import threading
 import time
 
 from rlpyt.samplers.async_.base import run_sampler
-from rlpyt.samplers.async_.control import AsyncControl, AsyncStopped, ThrottleSpec
+from rlpyt.samplers.async_.control_block import AsyncControl, AsyncStopped, ThrottleSpec
 from rlpyt.samplers.parallel.control import unlink_semaphore_names
 from rlpyt.utils.supervisor import (
     ASYNC_PROCESSES,

@@ -8,7 +8,7 @@ a memory-copier process moves each batch into the replay buffer (or, for
           ▲  (Async...Sampler + its workers)                                  │
           └──────── parameter board (shared, versioned) ◄── optimizer (main) ◄┘
 
-The replay ratio is held both ways (``rlpyt.samplers.async_.control.ThrottleSpec``):
+The replay ratio is held both ways (``rlpyt.samplers.async_.control_block.ThrottleSpec``):
 the optimizer waits when sampling falls behind, the sampler when the optimizer falls
 behind.  Log rows follow the sampler's iterations and add ``PolicyLag`` (versions the
 acting parameters are behind the optimizer's), both processes' throughput and the

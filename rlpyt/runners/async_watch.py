@@ -1,7 +1,7 @@
 """Watching the processes of an asynchronous run, so that no wait can last forever.
 
 ``AsyncRl``'s optimizer loop calls ``AsyncWatch.check`` between its steps and waits
-(every wait there is at most ``rlpyt.samplers.async_.control.POLL_S``).  It raises
+(every wait there is at most ``rlpyt.samplers.async_.control_block.POLL_S``).  It raises
 ``AsyncRunError`` when
 
 * **no side moves**: neither the sampler (batches sampled), the memory copier

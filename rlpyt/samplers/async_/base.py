@@ -24,7 +24,7 @@ import time
 from collections.abc import Container
 from dataclasses import dataclass
 
-from rlpyt.samplers.async_.control import AsyncControl, AsyncStopped
+from rlpyt.samplers.async_.control_block import AsyncControl, AsyncStopped
 from rlpyt.samplers.base import BaseSampler
 from rlpyt.samplers.buffer import build_samples_buffer
 from rlpyt.utils.buffer import torchify_buffer

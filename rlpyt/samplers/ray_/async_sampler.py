@@ -6,7 +6,7 @@ import multiprocessing as mp
 import sys
 
 from rlpyt.samplers.async_.base import AsyncSamplerBase, SamplerLoop
-from rlpyt.samplers.async_.control import AsyncControl
+from rlpyt.samplers.async_.control_block import AsyncControl
 from rlpyt.samplers.ray_.stream import RayStreamSampler
 
 __all__ = ["AsyncRaySampler"]

@@ -1,5 +1,5 @@
-"""Shared state of an asynchronous run: the replay-ratio throttle, the double buffer's
-slots, and the messages and errors that flow to the optimizer process.
+"""The control block an asynchronous run's processes share: the replay-ratio throttle,
+the double buffer's slots, and the messages and errors that flow to the optimizer process.
 
 Three processes share one ``AsyncControl`` (made before they fork):
 
