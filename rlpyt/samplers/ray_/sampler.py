@@ -5,14 +5,14 @@ from __future__ import annotations
 import functools
 
 from rlpyt.envs.traj_info import TrajInfo
-from rlpyt.samplers.base import BaseSampler
-from rlpyt.samplers.buffer import build_samples_buffer
 from rlpyt.samplers.acting_beside_envs import (
     CpuResetCollector,
     CpuVecResetCollector,
     CpuWaitResetCollector,
     collector_for_env,
 )
+from rlpyt.samplers.base import BaseSampler
+from rlpyt.samplers.buffer import build_samples_buffer
 from rlpyt.samplers.env_group import make_example_env
 from rlpyt.samplers.eval import EvalSchedule, finish_evaluation, hard_step_limit
 from rlpyt.samplers.parallel.cpu.collectors import CpuEvalCollector
