@@ -33,7 +33,7 @@ from test_sampler_faults import (  # noqa: E402, F401  (leak_check: a fixture)
 from rlpyt.agents.pg.atari import AtariFfAgent  # noqa: E402
 from rlpyt.envs.atari.atari_env import AtariEnv, AtariTrajInfo  # noqa: E402
 from rlpyt.envs.vec import EnvPoolAtariEnv  # noqa: E402
-from rlpyt.samplers.parallel.control import WorkerError  # noqa: E402
+from rlpyt.samplers.base import WorkerError  # noqa: E402
 from rlpyt.samplers.parallel.cpu.sampler import CpuSampler  # noqa: E402
 from rlpyt.samplers.parallel.gpu.sampler import GpuSampler  # noqa: E402
 from rlpyt.samplers.serial.sampler import SerialSampler  # noqa: E402

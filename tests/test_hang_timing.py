@@ -16,7 +16,7 @@ from rlpyt.runners.async_rl import AsyncRl, AsyncRunError
 from rlpyt.runners.minibatch_rl import MinibatchRl
 from rlpyt.samplers.async_.cpu_sampler import AsyncCpuSampler
 from rlpyt.samplers.async_.serial_sampler import AsyncSerialSampler
-from rlpyt.samplers.parallel.control import WorkerError
+from rlpyt.samplers.base import WorkerError
 from rlpyt.samplers.parallel.cpu.sampler import CpuSampler
 
 TIMEOUT_S = 2.0

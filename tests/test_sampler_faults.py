@@ -25,7 +25,7 @@ import torch
 
 from rlpyt.agents.pg.categorical import CategoricalPgAgent
 from rlpyt.envs.base import Env, EnvStep
-from rlpyt.samplers.parallel.control import WorkerError
+from rlpyt.samplers.base import WorkerError
 from rlpyt.samplers.parallel.cpu.sampler import CpuSampler
 from rlpyt.samplers.parallel.gpu.alternating_sampler import (
     AlternatingSampler,

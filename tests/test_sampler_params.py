@@ -18,7 +18,7 @@ import torch
 
 from rlpyt.agents.pg.categorical import CategoricalPgAgent
 from rlpyt.envs.gym import make
-from rlpyt.samplers.parallel.control import WorkerError
+from rlpyt.samplers.base import WorkerError
 from rlpyt.samplers.parallel.cpu.sampler import CpuSampler
 
 ENV_KWARGS = dict(id="CartPole-v1")

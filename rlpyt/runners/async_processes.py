@@ -19,7 +19,7 @@ import time
 
 from rlpyt.samplers.async_.base import run_sampler
 from rlpyt.samplers.async_.control_block import AsyncControl, AsyncStopped, ThrottleSpec
-from rlpyt.samplers.parallel.control import unlink_semaphore_names
+from rlpyt.samplers.parallel.worker_channel import unlink_semaphore_names
 from rlpyt.utils.supervisor import (
     ASYNC_PROCESSES,
     child_setup,

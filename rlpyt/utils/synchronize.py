@@ -124,7 +124,7 @@ class RWLock:
 
     def semaphores(self) -> list:
         """Its named-semaphore primitives (to unlink their names once every process that
-        uses the lock has started: see ``rlpyt.samplers.parallel.control``)."""
+        uses the lock has started: see ``rlpyt.samplers.parallel.worker_channel``)."""
         return [self._mutex]
 
     @property

@@ -32,14 +32,14 @@ from rlpyt.samplers.base import BaseSampler
 from rlpyt.samplers.buffer import build_samples_buffer
 from rlpyt.samplers.env_group import make_example_env
 from rlpyt.samplers.eval import EvalSchedule, finish_evaluation, hard_step_limit
-from rlpyt.samplers.parallel.control import (
+from rlpyt.samplers.parallel.worker import sampling_process
+from rlpyt.samplers.parallel.worker_channel import (
     Command,
     SamplerControl,
     WorkerMonitor,
     WorkerSpec,
     unlink_semaphore_names,
 )
-from rlpyt.samplers.parallel.worker import sampling_process
 from rlpyt.samplers.workers import (
     DEFAULT_STEP_TIMEOUT_S,
     check_step_timeout,

@@ -31,7 +31,7 @@ import sys
 import time
 
 from rlpyt.samplers.env_group import TimedEnv, localize_agent
-from rlpyt.samplers.parallel.control import Command, WorkerSpec, WorkerStopped
+from rlpyt.samplers.parallel.worker_channel import Command, WorkerSpec, WorkerStopped
 from rlpyt.utils.supervisor import (
     MASTER_GONE_S,
     child_setup,

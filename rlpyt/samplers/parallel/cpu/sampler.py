@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from rlpyt.samplers.parallel.base import ParallelSamplerBase
-from rlpyt.samplers.parallel.control import Command
 from rlpyt.samplers.parallel.cpu.collectors import (
     CpuEvalCollector,
     CpuResetCollector,
     collector_for_env,
 )
+from rlpyt.samplers.parallel.worker_channel import Command
 
 __all__ = ["CpuSampler"]
 

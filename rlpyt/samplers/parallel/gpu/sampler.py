@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from rlpyt.samplers.parallel.base import ParallelSamplerBase
-from rlpyt.samplers.parallel.control import Command
 from rlpyt.samplers.parallel.gpu.action_server import ActionServer
 from rlpyt.samplers.parallel.gpu.collectors import (
     GpuEvalCollector,
     GpuResetCollector,
     build_step_buffers,
 )
+from rlpyt.samplers.parallel.worker_channel import Command
 
 __all__ = ["GpuSampler"]
 

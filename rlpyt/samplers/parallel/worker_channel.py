@@ -1,4 +1,5 @@
-"""Master-worker control of the parallel samplers, and how worker faults surface.
+"""The channel between a parallel sampler's master and its workers (commands, step
+handshakes, results, errors), and how worker faults surface.
 
 Protocol (all primitives come from the sampler's start-method context):
 
