@@ -501,7 +501,7 @@ def test_evaluation_leaves_the_sampling_rnn_state_alone():
 
 
 @pytest.mark.parametrize("module", [
-    "rlpyt.samplers.base", "rlpyt.samplers.buffer", "rlpyt.samplers.collections",
+    "rlpyt.samplers.base", "rlpyt.samplers.samples_buffer", "rlpyt.samplers.collections",
     "rlpyt.samplers.collector_base", "rlpyt.samplers.eval", "rlpyt.samplers.serial.sampler",
     "rlpyt.samplers.serial.collectors", "rlpyt.samplers.parallel.cpu.collectors",
     "rlpyt.utils.collections", "rlpyt.utils.buffer", "rlpyt.utils.tensor", "rlpyt.utils.array",

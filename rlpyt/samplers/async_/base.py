@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from rlpyt.samplers.async_.control_block import AsyncControl, AsyncStopped
 from rlpyt.samplers.base import BaseSampler
-from rlpyt.samplers.buffer import build_samples_buffer
+from rlpyt.samplers.samples_buffer import build_samples_buffer
 from rlpyt.utils.buffer import torchify_buffer
 from rlpyt.utils.supervisor import child_setup, dump_stack_on_sigusr1, failures_reported
 

@@ -29,7 +29,6 @@ import weakref
 
 from rlpyt.envs.traj_info import TrajInfo
 from rlpyt.samplers.base import BaseSampler
-from rlpyt.samplers.buffer import build_samples_buffer
 from rlpyt.samplers.env_group import make_example_env
 from rlpyt.samplers.eval import EvalSchedule, finish_evaluation, hard_step_limit
 from rlpyt.samplers.parallel.worker import sampling_process
@@ -40,6 +39,7 @@ from rlpyt.samplers.parallel.worker_channel import (
     WorkerSpec,
     unlink_semaphore_names,
 )
+from rlpyt.samplers.samples_buffer import build_samples_buffer
 from rlpyt.samplers.workers import (
     DEFAULT_STEP_TIMEOUT_S,
     check_step_timeout,

@@ -12,7 +12,6 @@ from rlpyt.samplers.acting_beside_envs import (
     collector_for_env,
 )
 from rlpyt.samplers.base import BaseSampler
-from rlpyt.samplers.buffer import build_samples_buffer
 from rlpyt.samplers.env_group import make_example_env
 from rlpyt.samplers.eval import EvalSchedule, finish_evaluation, hard_step_limit
 from rlpyt.samplers.parallel.cpu.collectors import CpuEvalCollector
@@ -25,6 +24,7 @@ from rlpyt.samplers.ray_.group import (
     Restarted,
     default_local_cpus,
 )
+from rlpyt.samplers.samples_buffer import build_samples_buffer
 from rlpyt.samplers.workers import (
     DEFAULT_STEP_TIMEOUT_S,
     check_step_timeout,

@@ -6,8 +6,8 @@ import functools
 
 from rlpyt.samplers.acting_beside_envs import CpuResetCollector, collector_for_env
 from rlpyt.samplers.base import BaseSampler
-from rlpyt.samplers.buffer import build_samples_buffer
 from rlpyt.samplers.env_group import make_envs, make_example_env
+from rlpyt.samplers.samples_buffer import build_samples_buffer
 from rlpyt.samplers.serial.collectors import SerialEvalCollector
 from rlpyt.utils.seed import env_seeds, make_seed
 
