@@ -35,7 +35,7 @@ from rlpyt.replays.non_sequence.frame import PrioritizedReplayFrameBuffer
 from rlpyt.replays.non_sequence.prioritized import AsyncPrioritizedReplayBuffer
 from rlpyt.replays.non_sequence.time_limit import TlPrioritizedReplayBuffer, TlUniformReplayBuffer
 from rlpyt.replays.non_sequence.uniform import UniformReplayBuffer
-from rlpyt.samplers.collections import BatchSpec
+from rlpyt.samplers.samples import BatchSpec
 from rlpyt.spaces.float_box import FloatBox
 from rlpyt.spaces.int_box import IntBox
 from rlpyt.utils.collections import namedarraytuple

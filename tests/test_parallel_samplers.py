@@ -445,7 +445,7 @@ class _ScriptedServer(ActionServer):
     def __init__(self, overlap: bool, T: int = 3):
         from types import SimpleNamespace
 
-        from rlpyt.samplers.collections import BatchSpec
+        from rlpyt.samplers.samples import BatchSpec
 
         self.overlap = overlap
         self.batch_spec = BatchSpec(T, 4)

@@ -12,7 +12,7 @@ from rlpyt.algos.pg.a2c import A2C
 from rlpyt.algos.pg.base import OptInfo
 from rlpyt.algos.pg.ppo import PPO, PpoOptInfo, segment_valid_mean
 from rlpyt.distributions.categorical import Categorical, DistInfo
-from rlpyt.samplers.collections import AgentSamplesBsv, BatchSpec, EnvSamples, Samples
+from rlpyt.samplers.samples import AgentSamplesBsv, BatchSpec, EnvSamples, Samples
 from rlpyt.utils.collections import namedarraytuple
 from rlpyt.utils.tensor import valid_mean
 

@@ -40,7 +40,7 @@ from rlpyt.models.qpg.mlp import (
 )
 from rlpyt.models.utils import update_state_dict
 from rlpyt.replays.non_sequence.time_limit import SamplesFromReplayTL
-from rlpyt.samplers.collections import BatchSpec
+from rlpyt.samplers.samples import BatchSpec
 from rlpyt.spaces.float_box import FloatBox
 from rlpyt.spaces.int_box import IntBox
 from rlpyt.utils.collections import namedarraytuple
@@ -678,7 +678,7 @@ def test_initialize_errors_name_the_problem():
 
 def fake_samples(spaces, T, B, seed=0):
     """A sampler batch as torch tensors: random transitions with an occasional done."""
-    from rlpyt.samplers.collections import AgentSamples, EnvSamples, Samples
+    from rlpyt.samplers.samples import AgentSamples, EnvSamples, Samples
 
     g = torch.Generator().manual_seed(seed)
     A = spaces.action.shape[0]

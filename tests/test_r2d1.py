@@ -29,7 +29,7 @@ from rlpyt.models.dqn.r2d1_mlp import R2d1MlpModel
 from rlpyt.models.rnn import RnnState
 from rlpyt.replays.sequence.uniform import UniformSequenceReplayBuffer
 from rlpyt.runners.minibatch_rl import MinibatchRl
-from rlpyt.samplers.collections import AgentSamples, BatchSpec, EnvSamples, Samples
+from rlpyt.samplers.samples import AgentSamples, BatchSpec, EnvSamples, Samples
 from rlpyt.samplers.serial.sampler import SerialSampler
 from rlpyt.spaces.float_box import FloatBox
 from rlpyt.spaces.int_box import IntBox

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from rlpyt.algos.pg.a2c import A2C
 from rlpyt.algos.pg.ppo import PPO
 from rlpyt.algos.pg.reward_scaling import REWARD_CLIP, RewardScaler
-from rlpyt.samplers.collections import BatchSpec
+from rlpyt.samplers.samples import BatchSpec
 from tests.test_pg_algos import LinearAgent, bandit_samples, make_samples
 
 

@@ -6,7 +6,7 @@ import torch
 from rlpyt.agents.pg.categorical import CategoricalPgAgent
 from rlpyt.envs.gym import make
 from rlpyt.rollout import RolloutBatch, rollout
-from rlpyt.samplers.collections import AgentSamplesBsv
+from rlpyt.samplers.samples import AgentSamplesBsv
 from rlpyt.samplers.serial.sampler import SerialSampler
 
 T, B = 16, 3

@@ -16,9 +16,9 @@ from rlpyt.agents.pg.categorical import CategoricalPgAgent
 from rlpyt.envs.base import Env, EnvStep
 from rlpyt.envs.gym import make
 from rlpyt.envs.traj_info import TrajInfo
-from rlpyt.samplers.collections import AgentSamplesBsv
 from rlpyt.samplers.eval import EvalCollector
 from rlpyt.samplers.parallel.cpu.collectors import CpuResetCollector, CpuWaitResetCollector
+from rlpyt.samplers.samples import AgentSamplesBsv
 from rlpyt.samplers.serial.collectors import SerialEvalCollector
 from rlpyt.samplers.serial.sampler import SerialSampler
 from rlpyt.spaces.float_box import FloatBox
@@ -501,8 +501,9 @@ def test_evaluation_leaves_the_sampling_rnn_state_alone():
 
 
 @pytest.mark.parametrize("module", [
-    "rlpyt.samplers.base", "rlpyt.samplers.samples_buffer", "rlpyt.samplers.collections",
-    "rlpyt.samplers.collector_base", "rlpyt.samplers.eval", "rlpyt.samplers.serial.sampler",
+    "rlpyt.samplers.base", "rlpyt.samplers.samples_buffer", "rlpyt.samplers.samples",
+    "rlpyt.samplers.collections", "rlpyt.samplers.collector_base", "rlpyt.samplers.eval",
+    "rlpyt.samplers.serial.sampler",
     "rlpyt.samplers.serial.collectors", "rlpyt.samplers.parallel.cpu.collectors",
     "rlpyt.utils.collections", "rlpyt.utils.buffer", "rlpyt.utils.tensor", "rlpyt.utils.array",
     "rlpyt.runners.minibatch_rl", "rlpyt.rollout", "rlpyt.agents.base",

@@ -34,7 +34,7 @@ from rlpyt.algos.qpg.sac import SAC
 from rlpyt.envs.gym import make
 from rlpyt.models.running_mean_std import RunningMeanStdModel
 from rlpyt.runners.sync_rl import SyncRl, SyncRlError, SyncRlEval, agent_digest
-from rlpyt.samplers.collections import BatchSpec
+from rlpyt.samplers.samples import BatchSpec
 from rlpyt.samplers.serial.sampler import SerialSampler
 from rlpyt.utils.launching.affinity import make_affinity
 from rlpyt.utils.logging.context import logger_context

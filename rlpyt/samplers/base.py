@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rlpyt.envs.traj_info import TrajInfo
-from rlpyt.samplers.collections import BatchSpec
+from rlpyt.samplers.samples import BatchSpec
 from rlpyt.utils.quick_args import KeywordCheckedInit
 
 __all__ = ["BaseSampler", "WorkerError"]

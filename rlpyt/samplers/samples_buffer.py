@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from rlpyt.agents.base import AgentInputs
-from rlpyt.samplers.collections import (
+from rlpyt.samplers.samples import (
     AgentSamples,
     AgentSamplesBsv,
     EnvSamples,

@@ -115,8 +115,8 @@ class EnvActor:
             torch.set_num_threads(int(common.get("torch_threads", 1)))  # Before torch ops.
             self.common = common
 
-        from rlpyt.samplers.collections import BatchSpec
         from rlpyt.samplers.env_group import make_envs
+        from rlpyt.samplers.samples import BatchSpec
         from rlpyt.samplers.samples_buffer import build_samples_buffer
         from rlpyt.utils.seed import set_seed
 
