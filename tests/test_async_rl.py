@@ -522,7 +522,7 @@ def test_main_killed_takes_every_process_with_it(tmp_path):
 def test_resume_continues_counters_replay_and_rows(tmp_path):
     """A run stopped after its second row resumes from its checkpoint: updates, replay
     contents, parameter-free counters and log rows go on with nothing repeated or lost."""
-    from rlpyt.runners import checkpoint as ckpt
+    from rlpyt.runners import checkpoint_files as ckpt
 
     class StopAfterTwoRows(AsyncRl):
         def should_stop(self):

@@ -20,7 +20,7 @@ import time
 import pytest
 import torch
 
-from rlpyt.runners.checkpoint import list_checkpoints, load_checkpoint, save_checkpoint
+from rlpyt.runners.checkpoint_files import list_checkpoints, load_checkpoint, save_checkpoint
 
 DRIVER = os.path.join(os.path.dirname(__file__), "resume_driver.py")
 TIME_COLUMNS = {"CumTime (s)", "StepsPerSecond", "UpdatesPerSecond", "EvalTime (s)",
@@ -116,7 +116,7 @@ def test_cpu_sampler_resume_continues_rows_and_counters(tmp_path):
 SLOW_SAVE = """
 import sys, time
 import torch
-from rlpyt.runners.checkpoint import save_checkpoint
+from rlpyt.runners.checkpoint_files import save_checkpoint
 
 
 class SlowReplay:  # a replay buffer whose save takes a while

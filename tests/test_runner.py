@@ -209,7 +209,7 @@ def test_cumulative_sampler_columns_are_kept_by_the_checkpoint(tmp_path):
     """A sampler's cumulative columns (``diagnostics``) are saved with the checkpoint and
     handed back to the resumed run's sampler (``load_diagnostics``), so a count such as
     ``ActorRestarts`` does not start again at 0 after a resume."""
-    from rlpyt.runners.checkpoint import load_checkpoint
+    from rlpyt.runners.checkpoint_files import load_checkpoint
 
     sampler = CountingSampler(EnvCls=make, env_kwargs=dict(id="CartPole-v1"), batch_T=16,
                               batch_B=2, max_decorrelation_steps=0)

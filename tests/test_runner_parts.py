@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import torch
 
-from rlpyt.runners import checkpoint as ckpt
+from rlpyt.runners import checkpoint_files as ckpt
 from rlpyt.runners.checkpointer import Checkpointer
 from rlpyt.runners.diagnostics import RunDiagnostics
 

@@ -15,7 +15,7 @@ import time
 import psutil
 import pytest
 
-from rlpyt.runners.checkpoint import load_checkpoint
+from rlpyt.runners.checkpoint_files import load_checkpoint
 from rlpyt.utils.logging.run_dir import latest_checkpoint
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

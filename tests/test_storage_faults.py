@@ -21,7 +21,7 @@ import uuid
 import pytest
 import torch
 
-from rlpyt.runners import checkpoint as ckpt
+from rlpyt.runners import checkpoint_files as ckpt
 from rlpyt.runners.checkpointer import Checkpointer, load_newest_readable
 from rlpyt.utils.logging import csv_output, logger
 from rlpyt.utils.logging.csv_output import CsvOutput

@@ -66,7 +66,7 @@ def add_evaluate_parser(subparsers):
 
 def _locate(path: str) -> tuple[str, str]:
     """``(run_dir, weights_path)`` for a run dir, checkpoint dir or snapshot file."""
-    from rlpyt.runners.checkpoint import STATE_FILE, latest_checkpoint
+    from rlpyt.runners.checkpoint_files import STATE_FILE, latest_checkpoint
 
     path = os.path.abspath(path)
     if os.path.isfile(path):  # a snapshot file in its run dir
@@ -87,7 +87,7 @@ def _locate(path: str) -> tuple[str, str]:
 def _agent_state(weights: str) -> dict:
     import torch
 
-    from rlpyt.runners.checkpoint import load_checkpoint
+    from rlpyt.runners.checkpoint_files import load_checkpoint
 
     if os.path.isdir(weights):
         return load_checkpoint(weights)["agent"]
@@ -105,7 +105,7 @@ _REBUILD_HINT = ("pass --agent MODULE:CLASS (e.g. rlpyt.agents.pg.categorical:"
 def _saved_rebuild(weights: str) -> dict | None:
     import torch
 
-    from rlpyt.runners.checkpoint import load_checkpoint
+    from rlpyt.runners.checkpoint_files import load_checkpoint
 
     if os.path.isdir(weights):
         return load_checkpoint(weights).get("rebuild")

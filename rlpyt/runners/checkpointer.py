@@ -2,7 +2,7 @@
 and whether the run it continues is already complete.
 
 The files themselves (their layout, atomic writes, random and sampler state) are
-``rlpyt.runners.checkpoint``'s; the runner says what goes into one
+``rlpyt.runners.checkpoint_files``'s; the runner says what goes into one
 (``checkpoint_state``) and restores it.  See docs/runners.md, "Checkpoints and resume".
 """
 
@@ -12,7 +12,7 @@ import math
 import os
 from collections.abc import Callable
 
-from rlpyt.runners import checkpoint as ckpt
+from rlpyt.runners import checkpoint_files as ckpt
 from rlpyt.utils.logging import logger
 from rlpyt.utils.logging.run_dir import STATE_FILE, CheckpointUnreadableError
 

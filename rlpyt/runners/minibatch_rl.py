@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from rlpyt.runners import checkpoint as ckpt
+from rlpyt.runners import checkpoint_files as ckpt
 from rlpyt.runners.base import BaseRunner, apply_affinity, capped_n_steps, training_torch_threads
 from rlpyt.runners.checkpointer import Checkpointer, resume_is_complete
 from rlpyt.runners.diagnostics import TIME_KEYS, RunDiagnostics

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import torch.distributed as dist
 
-from rlpyt.runners import checkpoint as ckpt
+from rlpyt.runners import checkpoint_files as ckpt
 from rlpyt.runners.checkpointer import Checkpointer
 from rlpyt.runners.sync_ranks import SyncRlError
 from rlpyt.utils.logging import logger

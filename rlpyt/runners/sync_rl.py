@@ -25,7 +25,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from rlpyt.runners import checkpoint as ckpt
+from rlpyt.runners import checkpoint_files as ckpt
 from rlpyt.runners.diagnostics import extend_opt_infos
 from rlpyt.runners.minibatch_rl import MinibatchRlBase, MinibatchRlEval
 from rlpyt.runners.sync_checkpointer import RankCheckpointer, from_rank0

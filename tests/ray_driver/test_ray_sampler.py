@@ -320,7 +320,7 @@ def _cli(args, ray_address=None, **popen):
 
 def _wait_for_checkpoint(proc, run_dir, after: int, timeout: float) -> int:
     """The iteration of the run's first checkpoint past ``after`` (the run must live)."""
-    from rlpyt.runners.checkpoint import list_checkpoints
+    from rlpyt.runners.checkpoint_files import list_checkpoints
 
     deadline = time.monotonic() + timeout
     while True:
@@ -348,7 +348,7 @@ def _sigkilled_after(proc):
 def _resume(run_dir, address):
     """``rlpyt train --resume`` of a killed run: ``(stdout, progress rows, the
     iteration of the checkpoint it resumed from)``."""
-    from rlpyt.runners.checkpoint import list_checkpoints
+    from rlpyt.runners.checkpoint_files import list_checkpoints
 
     killed_at = list_checkpoints(str(run_dir))[-1][0]
     done = _cli(["--resume", str(run_dir)], address, stdout=subprocess.PIPE,

@@ -10,9 +10,9 @@ launcher adds
   holds ``.done`` is complete and is skipped when the grid is launched again.
 
 A run dir left by an attempt that did not finish continues from its latest whole-run
-checkpoint (``checkpoints/itr_<N>/``, see ``rlpyt.runners.checkpoint``): the script
-is started with ``RLPYT_RESUME=1``, so its ``logger_context`` appends to the run's
-files and the runner's ``train()`` loads the checkpoint.  A dir without a checkpoint
+checkpoint (``checkpoints/itr_<N>/``, see ``rlpyt.runners.checkpoint_files``): the
+script is started with ``RLPYT_RESUME=1``, so its ``logger_context`` appends to the
+run's files and the runner's ``train()`` loads the checkpoint.  A dir without a checkpoint
 is moved to ``<exp_dir>/<log_dir>/failed_attempts/run_<k>_<time>/`` before the run
 starts again, so a new attempt never appends to stale files.
 """

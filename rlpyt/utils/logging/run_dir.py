@@ -25,7 +25,8 @@ __all__ = ["CHECKPOINT_DIR", "RUN_FILES", "CheckpointUnreadableError", "RunDirEx
            "latest_checkpoint", "list_checkpoints", "next_run_id", "run_files_in"]
 
 LOCK_FILE = ".lock"
-# Whole-run checkpoints (written by rlpyt.runners.checkpoint): <run_dir>/checkpoints/itr_<N>/
+# Whole-run checkpoints (written by rlpyt.runners.checkpoint_files):
+# <run_dir>/checkpoints/itr_<N>/
 CHECKPOINT_DIR = "checkpoints"
 STATE_FILE = "state.pt"
 _CHECKPOINT_NAME = re.compile(r"^itr_(\d+)$")

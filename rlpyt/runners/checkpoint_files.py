@@ -1,4 +1,4 @@
-"""Whole-run checkpoints: write atomically, find the latest, load.
+"""The files of whole-run checkpoints: write them atomically, find the latest, load.
 
 A checkpoint is a directory ``<run_dir>/checkpoints/itr_<N>/`` holding
 
