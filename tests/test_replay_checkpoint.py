@@ -16,7 +16,7 @@ from rlpyt.replays.non_sequence.frame import UniformReplayFrameBuffer
 
 
 def arrays_of(buf):
-    from rlpyt.replays.checkpoint import _contents
+    from rlpyt.replays.replay_file import _contents
 
     arrays, scalars = _contents(buf)
     return {path: a.copy() for path, a in arrays}, scalars

@@ -31,12 +31,12 @@ class BaseReplayBuffer:
 
     def save_state(self, f) -> None:
         """Stream the stored contents to the open binary file ``f`` (no in-memory copy)."""
-        from rlpyt.replays.checkpoint import save_replay_buffer
+        from rlpyt.replays.replay_file import save_replay_buffer
 
         save_replay_buffer(self, f)
 
     def load_state(self, f) -> None:
         """Read contents written by ``save_state`` into this (same-sized) buffer."""
-        from rlpyt.replays.checkpoint import load_replay_buffer
+        from rlpyt.replays.replay_file import load_replay_buffer
 
         load_replay_buffer(self, f)

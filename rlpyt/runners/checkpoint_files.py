@@ -5,7 +5,7 @@ A checkpoint is a directory ``<run_dir>/checkpoints/itr_<N>/`` holding
 - ``state.pt``: a ``torch.save``-d dict from the runner's ``checkpoint_state()``
   (agent, algorithm, counters, RNG states, diagnostics, the sampler's env state);
 - ``replay.bin`` (optional): the replay buffer, streamed field by field with
-  ``rlpyt.replays.checkpoint`` so that saving never copies the buffer in memory.
+  ``rlpyt.replays.replay_file`` so that saving never copies the buffer in memory.
 
 Atomicity: everything is written into ``itr_<N>.tmp-<pid>/``, flushed to disk, and
 the directory is then renamed to ``itr_<N>`` (a rename is atomic on POSIX file

@@ -1,4 +1,5 @@
-"""Save a replay buffer's contents to an open file and load them back in place.
+"""A replay buffer's file (a checkpoint's ``replay.bin``): save its contents to an open file
+and load them back in place.
 
 Every replay buffer keeps its state in preallocated numpy arrays (sample fields,
 n-step returns, frames, sum-tree levels, counters) plus a few scalars.  Saving walks
