@@ -48,7 +48,7 @@ __all__ = [
 DONE_FILE = ".done"
 LOG_FILE = "launch.log"
 FAILED_ATTEMPTS_DIR = "failed_attempts"
-SUPERVISOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "supervisor.py")
+SUPERVISOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "run_supervisor.py")
 
 
 @dataclasses.dataclass(frozen=True)

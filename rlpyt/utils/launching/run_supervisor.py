@@ -3,7 +3,7 @@
 Run as a plain script (it imports only ``rlpyt.utils.supervisor``, which imports no
 torch, so it starts in milliseconds)::
 
-    python supervisor.py [--cpus 0,1,8,9] [--parent-pid PID] -- python train.py ARGS...
+    python run_supervisor.py [--cpus 0,1,8,9] [--parent-pid PID] -- python train.py ARGS...
 
 The supervisor
 
