@@ -202,8 +202,9 @@ class AsyncRlBase(MinibatchRlBase):
                 return self.summary()  # Nothing to train: no process is started.
             self.startup()
             started = True
-            if self._resume_state is not None:
-                self._resume_or_begin()
+            if self._resume_state is not None:  # logs, diagnostics and RNG go on from it
+                state, self._resume_state = self._resume_state, None
+                self.load_checkpoint_state(state)
             self._optimize_until_done()
             if not self._stopping:
                 self._log_final_row()
