@@ -20,7 +20,8 @@ __all__ = ["POPGYM_PREFIX", "POPGYM_PRESETS"]
 # dealt (RepeatPrevious), so returns lie in [-1, 1] and guessing scores -0.5 on average.
 _SAMPLER = dict(batch_T=20, batch_B=16, max_decorrelation_steps=0, eval_n_envs=4,
                 eval_max_trajectories=16)
-_RUNNER = dict(n_steps=200_000, log_interval_steps=10_000)
+# R2D1 recalls every suit of RepeatPreviousEasy after about 400k steps (docs/notes/popgym.md).
+_RUNNER = dict(n_steps=500_000, log_interval_steps=25_000)
 POPGYM_PRESETS: dict[str, Preset] = {
     "r2d1": Preset(
         algo="rlpyt.algos.dqn.r2d1:R2D1",
