@@ -97,6 +97,7 @@ class Row:
     seeds: tuple[int, ...] = (0, 1, 2)
     frames_per_step: int = 1
     scale: Published | None = None  # Shown beside the bar for scale, not judged against.
+    digits: int = 1  # decimals of the mean and std (2 for returns within [-1, 1])
 
     @property
     def folder(self) -> str:
@@ -192,11 +193,11 @@ ROWS: tuple[Row, ...] = (
     Row("popgym", POPGYM_TASK, "r2d1", "R2D1", 500_000, "ReturnAverage", POPGYM_EVAL,
         Target(0.9, "the suit of 95% of the cards recalled; guessing scores -0.5, all "
                     "recalled 1.0"),
-        train_command("r2d1", POPGYM_TASK, "popgym"), POPGYM_REASON),
+        train_command("r2d1", POPGYM_TASK, "popgym"), POPGYM_REASON, digits=2),
     Row("popgym", POPGYM_TASK, "dqn", "DQN, feed-forward", 500_000, "ReturnAverage",
         POPGYM_EVAL, Target(-0.4, "near guessing's -0.5: without memory the card of 4 "
                                   "steps ago is unknown", at_most=True),
-        train_command("dqn", POPGYM_TASK, "popgym"), POPGYM_REASON),
+        train_command("dqn", POPGYM_TASK, "popgym"), POPGYM_REASON, digits=2),
     Row("atari", "PongNoFrameskip-v4", "ppo", "PPO", 2_500_000, "GameScoreAverage",
         "whole-game score of training games (`GameScoreAverage`: unclipped, a game "
         "ends at game over), mean of the latest 100 games; no evaluation games "
@@ -439,7 +440,7 @@ def iqm_text(values: tuple[float, ...]) -> str:
 def task_line(results: Path, row: Row) -> str:
     measured = measure(runs_of(results, row.run_glob), row.column, row.budget)
     wall = duration(statistics.mean(measured.seconds)) if measured.seconds else "–"
-    cells = [row.task, row.label, budget_text(row), ours_text(measured),
+    cells = [row.task, row.label, budget_text(row), ours_text(measured, row.digits),
              iqm_text(measured.values), reference_text(results, row),
              verdict_text(results, row, measured), wall]
     return "| " + " | ".join(cells) + " |"
