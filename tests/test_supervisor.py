@@ -334,7 +334,9 @@ def test_a_child_whose_parent_dies_ends_itself_and_what_it_started(monkeypatch):
 def test_interrupt_on_signals_raises_for_each_named_signal_and_nests():
     from rlpyt.utils.supervisor import SignalInterrupt, interrupt_on_signals
 
-    before = signal.getsignal(signal.SIGHUP)
+    # A signal the process ignores stays ignored (nohup ignores SIGHUP): start from the
+    # default action, as a terminal gives it.
+    before = signal.signal(signal.SIGHUP, signal.SIG_DFL)
     with interrupt_on_signals():
         with interrupt_on_signals(signal.SIGTERM, signal.SIGHUP):
             with pytest.raises(SignalInterrupt) as raised:
@@ -345,7 +347,8 @@ def test_interrupt_on_signals_raises_for_each_named_signal_and_nests():
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(1)
         assert raised.value.signum == signal.SIGTERM
-    assert signal.getsignal(signal.SIGHUP) == before
+    assert signal.getsignal(signal.SIGHUP) == signal.SIG_DFL
+    signal.signal(signal.SIGHUP, before)
 
 
 def _records_signals(queue):
