@@ -168,3 +168,27 @@ def write_score_run(run, rows) -> None:
         writer = csv.writer(f)
         writer.writerow(["CumSteps", "CumTime (s)", "GameScoreAverage"])
         writer.writerows(rows)
+
+
+def train_preset(flags: list[str], seed: int, n_steps: int, end_of_run: EndOfRun, log_dir,
+                 log_interval_steps: int, name: str) -> list:
+    """Train ``rlpyt train``'s preset for ``flags`` (``["--algo", "dqn", "--env", ...]``)
+    as a launch script gets it, with ``seed``, until ``end_of_run``; prints the CPU time
+    and returns the run's ``eval_history``."""
+    import argparse
+    import contextlib
+    import io
+    import time
+
+    from rlpyt.cli.train import add_train_parser, build_components, build_config
+
+    parser = argparse.ArgumentParser()
+    add_train_parser(parser.add_subparsers())
+    args, extra = parser.parse_known_args(["train", *flags, "--seed", str(seed)])
+    sampler, agent, algorithm = build_components(build_config(args, extra))
+    start = time.process_time()
+    with contextlib.redirect_stdout(io.StringIO()):
+        summary = train_until(algorithm, agent, sampler, n_steps, seed, end_of_run, log_dir,
+                              log_interval_steps)
+    print(f"{name} seed {seed}: {time.process_time() - start:.0f} s CPU", flush=True)
+    return summary["eval_history"]

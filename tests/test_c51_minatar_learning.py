@@ -13,16 +13,9 @@ evaluated 7.5 and 4.4 at 100k steps, where epsilon has just reached its floor.
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import io
-import time
-
 import pytest
 import torch
-from helpers import EndOfRun, k_of_n, make_learning_only, train_until
-
-from rlpyt.cli.train import add_train_parser, build_components, build_config
+from helpers import EndOfRun, k_of_n, make_learning_only, train_preset
 
 pytest.importorskip("minatar")
 
@@ -33,23 +26,9 @@ MIN_PASSES, SEEDS = 2, range(3)
 SOLVED = EndOfRun(THRESHOLD)
 
 
-def _components(seed: int):
-    parser = argparse.ArgumentParser()
-    add_train_parser(parser.add_subparsers())
-    args, extra = parser.parse_known_args(
-        ["train", "--algo", "cat_dqn", "--env", "MinAtar/Breakout", "--seed", str(seed)])
-    return build_components(build_config(args, extra))
-
-
 def train_seed(seed: int, log_dir) -> list:
-    sampler, agent, algorithm = _components(seed)
-    start = time.process_time()
-    with contextlib.redirect_stdout(io.StringIO()):
-        summary = train_until(algorithm, agent, sampler, N_STEPS, seed, SOLVED, log_dir,
-                              EVAL_INTERVAL)
-    print(f"C51 MinAtar Breakout seed {seed}: {time.process_time() - start:.0f} s CPU",
-          flush=True)
-    return summary["eval_history"]
+    return train_preset(["--algo", "cat_dqn", "--env", "MinAtar/Breakout"], seed, N_STEPS,
+                        SOLVED, log_dir, EVAL_INTERVAL, "C51 MinAtar Breakout")
 
 
 @pytest.mark.learning

@@ -12,16 +12,9 @@ has each algorithm's CartPole test, and these runs take minutes.
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import io
-import time
-
 import pytest
 import torch
-from helpers import EndOfRun, k_of_n, make_learning_only, train_until
-
-from rlpyt.cli.train import add_train_parser, build_components, build_config
+from helpers import EndOfRun, k_of_n, make_learning_only, train_preset
 
 THRESHOLD = -100.0  # gymnasium.spec("Acrobot-v1").reward_threshold
 N_STEPS = 250_000  # where the presets' epsilon reaches its floor
@@ -30,22 +23,9 @@ MIN_PASSES, SEEDS = 2, range(3)
 SOLVED = EndOfRun(THRESHOLD)
 
 
-def _components(algo: str, seed: int):
-    parser = argparse.ArgumentParser()
-    add_train_parser(parser.add_subparsers())
-    args, extra = parser.parse_known_args(
-        ["train", "--algo", algo, "--env", "Acrobot-v1", "--seed", str(seed)])
-    return build_components(build_config(args, extra))
-
-
 def train_seed(algo: str, seed: int, log_dir) -> list:
-    sampler, agent, algorithm = _components(algo, seed)
-    start = time.process_time()
-    with contextlib.redirect_stdout(io.StringIO()):
-        summary = train_until(algorithm, agent, sampler, N_STEPS, seed, SOLVED, log_dir,
-                              EVAL_INTERVAL)
-    print(f"{algo} seed {seed}: {time.process_time() - start:.0f} s CPU", flush=True)
-    return summary["eval_history"]
+    return train_preset(["--algo", algo, "--env", "Acrobot-v1"], seed, N_STEPS, SOLVED,
+                        log_dir, EVAL_INTERVAL, algo)
 
 
 @pytest.mark.learning

@@ -15,16 +15,9 @@ about two minutes of CPU.
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import io
-import time
-
 import pytest
 import torch
-from helpers import EndOfRun, k_of_n, make_learning_only, train_until
-
-from rlpyt.cli.train import add_train_parser, build_components, build_config
+from helpers import EndOfRun, k_of_n, make_learning_only, train_preset
 
 pytest.importorskip("popgym")
 
@@ -37,22 +30,9 @@ SOLVED = EndOfRun(THRESHOLD)
 GUESSING_BAR = -0.3  # guessing scores -0.5
 
 
-def _components(algo: str, seed: int):
-    parser = argparse.ArgumentParser()
-    add_train_parser(parser.add_subparsers())
-    args, extra = parser.parse_known_args(
-        ["train", "--algo", algo, "--env", ENV, "--seed", str(seed)])
-    return build_components(build_config(args, extra))
-
-
 def _train(algo: str, seed: int, log_dir, end_of_run: EndOfRun) -> list:
-    sampler, agent, algorithm = _components(algo, seed)
-    start = time.process_time()
-    with contextlib.redirect_stdout(io.StringIO()):
-        summary = train_until(algorithm, agent, sampler, N_STEPS, seed, end_of_run, log_dir,
-                              EVAL_INTERVAL)
-    print(f"{algo} {ENV} seed {seed}: {time.process_time() - start:.0f} s CPU", flush=True)
-    return summary["eval_history"]
+    return train_preset(["--algo", algo, "--env", ENV], seed, N_STEPS, end_of_run, log_dir,
+                        EVAL_INTERVAL, f"{algo} {ENV}")
 
 
 @pytest.mark.learning
