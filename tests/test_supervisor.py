@@ -351,6 +351,105 @@ def test_interrupt_on_signals_raises_for_each_named_signal_and_nests():
     signal.signal(signal.SIGHUP, before)
 
 
+def _import_that_signals_itself(tmp_path, name: str, work_after_s: float):
+    """Imports a module whose body sends this process SIGTERM, then runs Python code
+    for ``work_after_s`` (bytecodes, where a handler would raise) and marks itself done."""
+    import importlib
+    import sys
+
+    (tmp_path / f"{name}.py").write_text(
+        "import os, signal, time\n"
+        "os.kill(os.getpid(), signal.SIGTERM)\n"
+        f"end = time.monotonic() + {work_after_s}\n"
+        "while time.monotonic() < end:\n"
+        "    pass\n"
+        "done = True\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        importlib.import_module(name)
+    finally:
+        sys.path.remove(str(tmp_path))
+
+
+def test_a_signal_inside_an_import_is_raised_once_the_import_is_over(tmp_path):
+    """torch's C++ runs Python code while it loads, and an exception raised through it
+    aborts the process: the import is allowed to finish, and the signal follows."""
+    import sys
+
+    from rlpyt.utils.supervisor import SignalInterrupt, interrupt_on_signals
+
+    with interrupt_on_signals(signal.SIGTERM):
+        with pytest.raises(SignalInterrupt) as raised:
+            _import_that_signals_itself(tmp_path, "_rlpyt_signals_mid_import", 0.3)
+            start = time.monotonic()
+            while time.monotonic() - start < 5:  # raised here, within a poll
+                pass
+        assert time.monotonic() - start < 1.0
+    assert raised.value.signum == signal.SIGTERM
+    assert sys.modules.pop("_rlpyt_signals_mid_import").done  # the import ran to its end
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+
+def test_a_signal_in_the_last_import_of_a_block_is_raised_as_the_block_ends(tmp_path):
+    import sys
+
+    from rlpyt.utils.supervisor import SignalInterrupt, interrupt_on_signals
+
+    with pytest.raises(SignalInterrupt):
+        with interrupt_on_signals(signal.SIGTERM):
+            _import_that_signals_itself(tmp_path, "_rlpyt_signals_last_import", 0.0)
+    assert sys.modules.pop("_rlpyt_signals_last_import").done
+    time.sleep(0.1)  # nothing is delivered after the block
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+
+def test_a_signal_while_signals_are_held_is_raised_as_the_hold_ends():
+    """A child started under ``start_process`` is on the parent's list even when the
+    stop signal lands while it starts."""
+    from rlpyt.utils.supervisor import (
+        SignalInterrupt,
+        interrupt_on_signals,
+        start_process,
+        stop_signals_held,
+    )
+
+    started = []
+    child = ctx.Process(target=time.sleep, args=(30,))
+    with interrupt_on_signals(signal.SIGTERM):
+        with pytest.raises(SignalInterrupt):
+            with stop_signals_held():
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(0.2)  # held: nothing raised here
+                start_process(child, started)  # a nested hold ends; the outer one holds
+                assert started == [child]
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    child.kill()
+    child.join(5)
+
+
+def test_ctrl_c_waits_for_the_iteration_under_the_command_lines_handlers():
+    """The command line's SIGINT handler (``interrupt_on_stop_signals``) counts as
+    Python's own for ``DeferredInterrupt``: the first Ctrl-C of a run still lets the
+    iteration finish."""
+    from rlpyt.utils.interrupt import DeferredInterrupt
+    from rlpyt.utils.supervisor import interrupt_on_stop_signals
+
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with interrupt_on_stop_signals():
+            assert signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+            with DeferredInterrupt(message="") as interrupt:
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.2)
+                assert interrupt.requested
+            with pytest.raises(KeyboardInterrupt):
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(1)
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
 def _records_signals(queue):
     from rlpyt.utils.supervisor import StopSignals
 

@@ -68,14 +68,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    from rlpyt.utils.supervisor import interrupt_on_sigterm
+    from rlpyt.utils.supervisor import interrupt_on_stop_signals
 
     argv = sys.argv[1:] if argv is None else argv
     args = None
     try:
         # From the start (building the parser imports the subcommands): SIGTERM stops
         # a run as Ctrl-C does, and either ends the command with one line, whenever.
-        with interrupt_on_sigterm():
+        with interrupt_on_stop_signals():
             parser = build_parser()
             try:
                 args, extra = parser.parse_known_args(argv)

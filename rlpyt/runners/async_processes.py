@@ -27,6 +27,7 @@ from rlpyt.utils.supervisor import (
     failures_reported,
     read_stack,
     stack_pipe,
+    start_process,
     stop_processes,
 )
 
@@ -118,11 +119,11 @@ class AsyncProcesses:
             target=memory_copier, name="rlpyt-memory-copier",
             args=(sampler.double_buffer_pyt, self.control,
                   functools.partial(append_to_buffer, algo, buffer), start_itr))
-        self.copier_process.start()
+        start_process(self.copier_process)
         self.sampler_process = ctx.Process(
             target=run_sampler, name="rlpyt-sampler", args=(sampler, agent, self.control),
             kwargs=dict(sampler_kwargs, stack_writer=stack_writer, start_itr=start_itr))
-        self.sampler_process.start()
+        start_process(self.sampler_process)
         stack_writer.close()  # The sampler holds its own copy.
         lock = getattr(buffer, "rw_lock", None)
         if lock is not None:  # Both children have it now: nothing is left in /dev/shm.

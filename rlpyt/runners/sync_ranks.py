@@ -35,6 +35,7 @@ from rlpyt.utils.supervisor import (
     join_all,
     kill_processes,
     signal_processes,
+    start_process,
     stop_processes,
 )
 
@@ -73,9 +74,8 @@ def spawn_ranks(runner, n_ranks: int, log_state: dict):
                       n_ranks, store.port, send, log_state),
                 name=f"rlpyt-SyncRl-rank-{rank}",
             )
-            proc.start()
+            start_process(proc, procs)
             send.close()
-            procs.append(proc)
             conns.append(recv)
         summary = _watch_ranks(procs, conns, started)
         # A rank reports before it leaves its process group and exits: give it time

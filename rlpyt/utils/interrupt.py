@@ -23,8 +23,9 @@ class DeferredInterrupt:
         message: printed to stderr on the first SIGINT (what happens next).
 
     It changes nothing outside the main thread, or when SIGINT does not raise
-    ``KeyboardInterrupt`` to begin with (ignored, as in background jobs, or handled
-    by the caller); then ``requested`` stays False.
+    ``KeyboardInterrupt`` to begin with (Python's handler, or the command line's
+    ``interrupt_on_signals``; ignored, as in background jobs, or handled by the
+    caller); then ``requested`` stays False.
     """
 
     def __init__(self, message: str = "Ctrl-C: stopping after this iteration "
@@ -35,8 +36,10 @@ class DeferredInterrupt:
 
     def __enter__(self) -> DeferredInterrupt:
         self.requested = False
+        handler = signal.getsignal(signal.SIGINT)
         if (threading.current_thread() is threading.main_thread()
-                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+                and (handler is signal.default_int_handler
+                     or getattr(handler, "raises_interrupt", False))):
             self._previous = signal.signal(signal.SIGINT, self._handle)
         return self
 

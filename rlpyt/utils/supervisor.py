@@ -10,7 +10,8 @@ module, so a fix to how children start or stop is made once:
   fork server's pipe and sets one torch thread before any torch op (a forked child
   that uses torch after its parent used its thread pool can hang).  A ``spawn`` or
   ``forkserver`` child is bound to its parent while it is still unpickling its
-  arguments by a ``ParentGuard`` and ``guarded_target``.
+  arguments by a ``ParentGuard`` and ``guarded_target``.  ``start_process`` starts
+  one with stop signals held, so a parent stopped meanwhile has it on its list.
 - **Report.** ``failures_reported(send)`` around a child's work sends any exception's
   traceback to the parent (over the child's own channel) and exits with code 1.
 - **Watch.** ``describe_exit`` says how a child ended, for the parent's error;
@@ -23,9 +24,10 @@ module, so a fix to how children start or stop is made once:
   launched run's script and all it started, a run's supervisor), ``signal_group`` a
   signal to one.  ``exit_when_parent_dies`` ends a child whose parent died.  Every
   stop time lives here.
-- **The parent's own end.** ``interrupt_on_signals`` (``interrupt_on_sigterm``) turns
-  SIGTERM, or other stop signals, into a ``KeyboardInterrupt`` (a run stops as on
-  Ctrl-C); ``StopSignals`` records them for a process that polls; ``exit_now`` ends a finished process without the interpreter's slow teardown.
+- **The parent's own end.** ``interrupt_on_signals`` (``interrupt_on_sigterm``,
+  ``interrupt_on_stop_signals``) turns SIGTERM, or other stop signals, into a
+  ``KeyboardInterrupt`` (a run stops as on Ctrl-C), never inside an import or a
+  ``stop_signals_held`` block; ``StopSignals`` records them for a process that polls; ``exit_now`` ends a finished process without the interpreter's slow teardown.
 
 This module imports no torch (``guarded_target`` relies on it).
 """
@@ -79,6 +81,9 @@ __all__ = [
     "guarded_target",
     "interrupt_on_signals",
     "interrupt_on_sigterm",
+    "interrupt_on_stop_signals",
+    "start_process",
+    "stop_signals_held",
     "join_all",
     "kill_descendants",
     "kill_processes",
@@ -524,6 +529,11 @@ class SignalInterrupt(KeyboardInterrupt):
 
 
 _stop_signal: int | None = None  # The stop signal received inside interrupt_on_signals.
+# A stop signal that landed inside an import, waiting to be raised once the import ends.
+_pending_signal: int | None = None
+_pending_lock = threading.Lock()  # (the redelivering thread's check and call are one step)
+_redelivered = False  # The next handler call is the redelivering thread's.
+PENDING_SIGNAL_POLL_S = 0.02  # how often a signal held back by an import is tried again
 
 
 @contextlib.contextmanager
@@ -531,6 +541,13 @@ def interrupt_on_signals(*signums: int) -> Iterator[None]:
     """Within the block, each of ``signums`` (default SIGTERM) raises ``SignalInterrupt``
     in the main thread (outside the main thread nothing changes, and a signal this
     process ignores stays ignored).  Blocks nest: the inner one's handlers win within it.
+
+    A signal that lands while a module is being imported is raised as soon as the
+    import is over (within ``PENDING_SIGNAL_POLL_S``), or when the block ends: torch's
+    C++ runs Python code while it loads, and an exception thrown through it there
+    aborts the process (SIGABRT) instead of unwinding.  So is one that lands within
+    ``stop_signals_held`` (a child process starting), as that block ends.  ``DeferredInterrupt`` treats
+    these handlers as Python's own SIGINT handler.
 
     The signal is also recorded for ``raise_if_stopped``: Python delivers the exception
     at whatever bytecode runs when the signal lands, and where that is a weakref
@@ -541,21 +558,109 @@ def interrupt_on_signals(*signums: int) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-
-    def on_signal(signum, frame):
-        global _stop_signal
-        _stop_signal = signum
-        raise SignalInterrupt(signum)
-
     outer = _stop_signal
-    previous = {s: signal.signal(s, on_signal) for s in signums
+    previous = {s: signal.signal(s, _raise_outside_imports) for s in signums
                 if signal.getsignal(s) != signal.SIG_IGN}
     try:
         yield
+    except BaseException:
+        _end_block(previous, outer)
+        raise
+    pending = _end_block(previous, outer)
+    if pending is not None:  # It landed in the block's last import.
+        raise SignalInterrupt(pending)
+
+
+def _raise_outside_imports(signum, frame) -> None:
+    global _stop_signal, _pending_signal, _redelivered
+    redelivered, _redelivered = _redelivered, False
+    if redelivered and _pending_signal is None:
+        return  # A redelivery of a signal already raised: its stop is under way.
+    _stop_signal = signum
+    if _held or _inside_import(frame):
+        if _pending_signal is None:
+            _pending_signal = signum
+            threading.Thread(target=_deliver_pending, args=(signum,), daemon=True,
+                             name="rlpyt-signal-after-import").start()
+        return
+    _pending_signal = None  # (the main thread alone writes it)
+    raise SignalInterrupt(signum)
+
+
+_raise_outside_imports.raises_interrupt = True  # (for DeferredInterrupt)
+
+
+_held = 0  # depth of stop_signals_held blocks
+
+
+@contextlib.contextmanager
+def stop_signals_held() -> Iterator[None]:
+    """Within the block, a stop signal of ``interrupt_on_signals`` waits, and is raised
+    as the block ends: for steps that must not be cut in two, such as starting a child
+    process and recording it (a parent interrupted inside ``Process.start`` leaves a
+    child it does not know of, and Python code that runs at a fork cannot raise)."""
+    global _held, _pending_signal
+    _held += 1
+    try:
+        yield
+    finally:
+        _held -= 1
+    if _held == 0 and _pending_signal is not None:
+        signum, _pending_signal = _pending_signal, None
+        raise SignalInterrupt(signum)
+
+
+def _reset_in_child() -> None:
+    global _held, _pending_signal
+    _held, _pending_signal = 0, None
+
+
+os.register_at_fork(after_in_child=_reset_in_child)
+
+
+def start_process(process, started: list | None = None) -> None:
+    """``process.start()``, and ``started.append(process)``, with stop signals held
+    (``stop_signals_held``): a parent stopped meanwhile has the child on its list."""
+    with stop_signals_held():
+        process.start()
+        if started is not None:
+            started.append(process)
+
+
+def _inside_import(frame) -> bool:
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _deliver_pending(signum: int) -> None:
+    """Runs the main thread's handler for ``signum`` again (``_thread.interrupt_main``)
+    every ``PENDING_SIGNAL_POLL_S`` until it raised, or its block ended."""
+    import _thread
+
+    global _redelivered
+    while True:
+        time.sleep(PENDING_SIGNAL_POLL_S)
+        with _pending_lock:
+            if _pending_signal != signum:
+                return
+            _redelivered = True
+            _thread.interrupt_main(signum)
+
+
+def _end_block(previous: dict, outer: int | None) -> int | None:
+    """Restores the handlers a block replaced; returns a signal still held back."""
+    global _stop_signal, _pending_signal
+    try:
+        with _pending_lock:  # No redelivery reaches the handlers restored below.
+            pending, _pending_signal = _pending_signal, None
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
         _stop_signal = outer
+    return pending
 
 
 class StopSignals:
@@ -577,6 +682,14 @@ class StopSignals:
 def interrupt_on_sigterm():
     """``interrupt_on_signals(SIGTERM)``: a run stops on SIGTERM as on Ctrl-C."""
     return interrupt_on_signals(signal.SIGTERM)
+
+
+def interrupt_on_stop_signals():
+    """``interrupt_on_signals`` for SIGTERM, and for SIGINT where Python's own handler
+    has it (not where it is ignored, as in a background job, or handled by the
+    caller): a command stops on either, also while it imports."""
+    sigint = signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    return interrupt_on_signals(signal.SIGTERM, *([signal.SIGINT] if sigint else []))
 
 
 def raise_if_stopped() -> None:

@@ -53,6 +53,7 @@ from rlpyt.utils.supervisor import (
     ParentGuard,
     guarded_target,
     stack_pipe,
+    start_process,
     stop_processes,
 )
 
@@ -254,8 +255,7 @@ class ParallelSamplerBase(BaseSampler):
                                args=(ParentGuard(os.getpid()), sampling_process, common, spec,
                                      writer),
                                name=f"rlpyt-{type(self).__name__}-worker-{spec.rank}")
-            proc.start()
-            self.processes.append(proc)
+            start_process(proc, self.processes)
         for _, writer in self._stack_pipes:
             writer.close()  # The worker holds its own copy.
         self.monitor = WorkerMonitor(self.control, self.processes, self.worker_specs,
