@@ -107,8 +107,9 @@ def lambda_return_ref(batch, discount, lam):
     return out
 
 
-def vtrace_ref(batch, discount, rho_bar, c_bar, lam=1.0):
-    """Espeholt et al. 2018, eq. 1 and the advantage of eq. 4, summed forward."""
+def vtrace_ref(batch, discount, rho_bar, c_bar, lam=1.0, weight_pg_advantage=True):
+    """Espeholt et al. 2018, eq. 1 and the advantage of eq. 4, summed forward (the
+    advantage without its rho factor unless ``weight_pg_advantage``)."""
     reward, value, _, _, _, _, log_rho = batch
     T, B = reward.shape
     ratio = np.exp(log_rho)
@@ -132,8 +133,8 @@ def vtrace_ref(batch, discount, rho_bar, c_bar, lam=1.0):
                 next_vs = next_value_ref(batch, t, b)
             else:
                 next_vs = vs[t + 1, b]
-            advantage[t, b] = min(ratio[t, b], rho_bar) * (
-                reward[t, b] + discount * next_vs - value[t, b])
+            weight = min(ratio[t, b], rho_bar) if weight_pg_advantage else 1.0
+            advantage[t, b] = weight * (reward[t, b] + discount * next_vs - value[t, b])
     return vs, advantage
 
 
@@ -200,13 +201,14 @@ def test_lambda_returns_and_gae_match_the_forward_view(kind, batch, discount, la
 
 @pytest.mark.parametrize("kind", ["numpy", "torch"])
 @given(batch=batches(), discount=discounts, rho_bar=st.floats(0.1, 3), c_bar=st.floats(0.1, 3),
-       lam=st.floats(0, 1))
-def test_vtrace_matches_the_papers_sums(kind, batch, discount, rho_bar, c_bar, lam):
+       lam=st.floats(0, 1), weighted=st.booleans())
+def test_vtrace_matches_the_papers_sums(kind, batch, discount, rho_bar, c_bar, lam, weighted):
     reward = library_reward(batch, discount)
     _, value, done, _, _, bootstrap, log_rho = batch
     vs, advantage = L.vtrace(*as_kind(kind, reward, value, done, bootstrap), discount,
-                             *as_kind(kind, log_rho), rho_bar=rho_bar, c_bar=c_bar, lambda_=lam)
-    ref_vs, ref_advantage = vtrace_ref(batch, discount, rho_bar, c_bar, lam)
+                             *as_kind(kind, log_rho), rho_bar=rho_bar, c_bar=c_bar, lambda_=lam,
+                             weight_pg_advantage=weighted)
+    ref_vs, ref_advantage = vtrace_ref(batch, discount, rho_bar, c_bar, lam, weighted)
     close(vs, ref_vs)
     close(advantage, ref_advantage)
 

@@ -67,7 +67,7 @@ def train_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentPar
                         "alternating[-no-overlap]: two groups of gpu workers in turn")
     p.add_argument("--runner", default="sync", choices=["sync", "async"],
                    help="async: sample and optimize at once in separate processes "
-                        "(replay-based algorithms and impala; see docs/async.md)")
+                        "(replay-based algorithms, impala and appo; see docs/async.md)")
     p.add_argument("--workers", type=_positive(int), default=None,
                    help="worker processes of the parallel samplers (>= 1; default: all CPUs)")
     p.add_argument("--actors", type=_positive(int), default=None,

@@ -171,9 +171,12 @@ class AsyncRlBase(MinibatchRlBase):
 
     def start_line(self) -> str:
         t = self.throttle
+        # A learner of whole batches (APPO) takes several gradient steps per update.
+        steps = getattr(self.algo, "epochs", 1) * getattr(self.algo, "minibatches", 1)
+        updates = f"updates of {steps} gradient steps" if steps > 1 else "gradient updates"
         return (f"Running {type(self).__name__}: {self.n_itr} sampler batches of "
                 f"{self.itr_batch_size} env steps ({self.n_itr * self.itr_batch_size} in all) "
-                f"and {t.allowed_updates(self.n_itr)} gradient updates (replay ratio "
+                f"and {t.allowed_updates(self.n_itr)} {updates} (replay ratio "
                 f"{t.replay_ratio:g}: {t.updates_per_itr:.3g} updates per batch, learning after "
                 f"{t.min_itr_learn} batches); {self._layout}.")
 

@@ -259,6 +259,7 @@ def vtrace(
     c_bar: float | None = 1.0,
     pg_rho_bar: float | None = None,
     lambda_: float = 1.0,
+    weight_pg_advantage: bool = True,
 ) -> tuple[Array, Array]:
     """V-trace value targets and policy-gradient advantages (Espeholt et al. 2018, IMPALA).
 
@@ -275,25 +276,29 @@ def vtrace(
         pg_rho_bar: truncation of the ratio weighting the policy-gradient advantage
             (defaults to ``rho_bar``).
         lambda_: extra trace decay multiplying every ``c`` (1 in the paper).
+        weight_pg_advantage: multiply the advantage by ``rho_pg`` (IMPALA's policy
+            gradient); False leaves the weight to the loss (APPO's clipped surrogate
+            takes the ratio itself), and ``pg_rho_bar`` is unused.
 
     Returns ``(vs, pg_advantage)``:
     ``vs[t] = V(x[t]) + sum_{s >= t} gamma^(s-t) (prod_{t <= i < s} c[i]) delta[s]``
     with ``delta[s] = rho[s] (r[s] + gamma V(x[s + 1]) - V(x[s]))``, and
-    ``pg_advantage[t] = rho_pg[t] (r[t] + gamma vs[t + 1] - V(x[t]))``.  Discounts are
-    zero after a done.
+    ``pg_advantage[t] = rho_pg[t] (r[t] + gamma vs[t + 1] - V(x[t]))`` (the factor
+    ``rho_pg[t]`` only with ``weight_pg_advantage``).  Discounts are zero after a done.
     """
     xp = _xp(reward)
     ratio = xp.exp(log_rho)
     rho = ratio if rho_bar is None else ratio.clip(max=rho_bar)
     c = lambda_ * (ratio if c_bar is None else ratio.clip(max=c_bar))
-    pg_rho_bar = rho_bar if pg_rho_bar is None else pg_rho_bar
-    pg_rho = ratio if pg_rho_bar is None else ratio.clip(max=pg_rho_bar)
     discounts = discount * (1 - _as_float_like(done, reward))
     # vs - V obeys the GAE recursion with TD errors weighted by rho and traces by c.
     delta = rho * (reward + discounts * _next_values(value, bootstrap_value) - value)
     vs_minus_v = _reverse_scan(delta, discounts * c, _new_or_dest(None, reward))
     vs = value + vs_minus_v
-    pg_advantage = pg_rho * (reward + discounts * _next_values(vs, bootstrap_value) - value)
+    pg_advantage = reward + discounts * _next_values(vs, bootstrap_value) - value
+    if weight_pg_advantage:
+        pg_rho_bar = rho_bar if pg_rho_bar is None else pg_rho_bar
+        pg_advantage = (ratio if pg_rho_bar is None else ratio.clip(max=pg_rho_bar)) * pg_advantage
     return vs, pg_advantage
 
 

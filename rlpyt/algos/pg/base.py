@@ -277,6 +277,44 @@ class PolicyGradientAlgo(RlAlgorithm):
         """``[B, N, H]`` (batch-major, as stored) -> ``[N, B, H]`` (as the model takes)."""
         return buffer_method(buffer_method(state_bnh, "transpose", 0, 1), "contiguous")
 
+    # ---- minibatches (PPO, APPO) -------------------------------------------------------
+    def check_minibatches(self, agent, batch_spec) -> None:
+        """Minibatches must split the batch: over B for recurrent agents, else over T * B."""
+        if agent.recurrent:
+            if batch_spec.B % self.minibatches != 0:
+                divisors = [m for m in range(1, batch_spec.B + 1) if batch_spec.B % m == 0]
+                raise ValueError(
+                    f"{type(self).__name__}: minibatches={self.minibatches} must divide "
+                    f"batch_B={batch_spec.B} for a recurrent agent (whole env sequences "
+                    f"are minibatched over B); valid values: {divisors}"
+                )
+        elif self.minibatches > batch_spec.size:
+            raise ValueError(
+                f"{type(self).__name__}: minibatches={self.minibatches} exceeds the batch "
+                f"size batch_T * batch_B = {batch_spec.size}; valid values: 1 to "
+                f"{batch_spec.size}"
+            )
+
+    def minibatch_indexes(self, T: int, B: int):
+        """Shuffled index sets: env columns (recurrent) or flat ``t + T * b`` steps.
+
+        With one minibatch the only set is ``None``, the whole batch in place: the loss
+        is a mean over its entries, so their order does not matter and no gather is needed.
+        """
+        if self.minibatches == 1:
+            return (None,)
+        n = B if self.agent.recurrent else T * B
+        order = torch.randperm(n, device=self.agent.device)
+        return order.tensor_split(self.minibatches)
+
+    def select_minibatch(self, batch, init_rnn_state, idxs):
+        """The minibatch ``idxs`` (from ``minibatch_indexes``) and its initial RNN state."""
+        if init_rnn_state is None:
+            return (batch if idxs is None else batch[idxs]), None
+        if idxs is not None:
+            batch, init_rnn_state = batch[:, idxs], init_rnn_state[idxs]
+        return batch, self.rnn_state_for_model(init_rnn_state)
+
     # ---- loss terms --------------------------------------------------------------------
     def value_loss(self, value: torch.Tensor, return_: torch.Tensor, valid) -> torch.Tensor:
         """``value_loss_coeff * mean(0.5 (V - R)^2)`` over the valid entries."""

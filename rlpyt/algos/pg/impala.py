@@ -121,6 +121,7 @@ class Impala(PolicyGradientAlgo):
     """
 
     opt_info_fields = tuple(ImpalaOptInfo._fields)
+    weight_pg_advantage = True  # the policy gradient's importance weight is in A
     stores_param_version = True  # the async copier passes each batch's sampling version
     replay_ratio = 1  # one gradient step per sampler batch
     min_itr_learn = 0
@@ -190,11 +191,18 @@ class Impala(PolicyGradientAlgo):
         return self.fifo
 
     @property
+    def learned_version(self) -> int:
+        """The learner's parameter version: batches learned from (one gradient step
+        each here, so ``update_counter``).  Published parameters and the batches
+        stamped with them count in it."""
+        return self.update_counter
+
+    @property
     def fifo_position(self) -> int | None:
         """The FIFO number of the next batch to learn from (asynchronous mode; None
-        otherwise): ``update_counter``, plus the batches a resume skipped (sampled but
+        otherwise): ``learned_version``, plus the batches a resume skipped (sampled but
         not consumed before the checkpoint; the FIFO is not saved)."""
-        return self.update_counter + self._fifo_skip if self.async_mode else None
+        return self.learned_version + self._fifo_skip if self.async_mode else None
 
     def load_state_dict(self, state_dict: dict) -> None:
         """As ``RlAlgorithm``; in asynchronous mode the FIFO's numbering (``restart_at``,
@@ -202,11 +210,11 @@ class Impala(PolicyGradientAlgo):
         with the checkpoint."""
         super().load_state_dict(state_dict)
         if self.async_mode:
-            self._fifo_skip = max(0, self.fifo.first - self.update_counter)
+            self._fifo_skip = max(0, self.fifo.first - self.learned_version)
 
     @property
     def async_max_ahead(self) -> int:
-        """Batches the sampler may run ahead of ``update_counter``: one slot of the FIFO
+        """Batches the sampler may run ahead of ``learned_version``: one slot of the FIFO
         stays with the batch the learner is reading."""
         return self.fifo_size - 1
 
@@ -241,7 +249,7 @@ class Impala(PolicyGradientAlgo):
         ``param_version``: the parameter version the sampler acted with (the
         asynchronous runner's copier passes it); None or negative stamps the batch with
         the version last published (asynchronous: a lower bound on the lag) or, in
-        synchronous runs, the current update count.
+        synchronous runs, the current ``learned_version``.
         """
         agent = samples.agent
         bootstrap_value = getattr(agent, "bootstrap_value", None)
@@ -263,7 +271,7 @@ class Impala(PolicyGradientAlgo):
         elif self.async_mode:
             version = int(self._published_version[()])
         else:
-            version = self.update_counter
+            version = self.learned_version
         return ImpalaBatch(
             observation=samples.env.observation,
             prev_action=agent.prev_action,
@@ -282,37 +290,49 @@ class Impala(PolicyGradientAlgo):
     # ---- one gradient step -------------------------------------------------------------
     def optimize_agent(self, itr: int, samples=None, sampler_itr: int | None = None):
         """One gradient step: on ``samples`` (synchronous runners) or, in asynchronous
-        runs, on the oldest unconsumed FIFO batch (number ``update_counter``).
+        runs, on the oldest unconsumed FIFO batch (number ``fifo_position``).
 
         Returns ``ImpalaOptInfo`` of one-element lists.
         """
-        if self.async_mode:
-            batch = self.fifo.batch(self.fifo_position)
-        else:
-            if samples is None:
-                raise ValueError("Impala.optimize_agent: samples=None outside asynchronous "
-                                 "mode (call async_initialize for FIFO-fed training)")
-            batch = self.samples_to_buffer(samples)
-        update = getattr(self.agent, "update_obs_rms", None)
-        if update is not None:
-            update(batch.observation)
-        policy_lag = self.update_counter - int(batch.policy_version)
+        batch = self.next_batch(samples)
+        policy_lag = self.learned_version - int(batch.policy_version)
         terms = self.loss(buffer_to(batch, self.agent.device))
         if not math.isfinite(terms["loss"].item()):
             self.check_finite(itr, pi_loss=terms["piLoss"], value_loss=terms["valueLoss"],
                               entropy_loss=terms["entropyLoss"], loss=terms["loss"])
         grad_norm = self.gradient_step(terms["loss"], as_tensor=True)
-        if self.lr_scheduler is not None:
-            self.lr_scheduler.step()
-        if self.async_mode and self.update_counter % self.updates_per_sync == 0:
-            self.agent.send_shared_memory()
-            self._published_version[()] = self.update_counter
+        self.batch_learned()
         with torch.no_grad():  # one conversion for all diagnostics
             names = [n for n in ImpalaOptInfo._fields if n not in ("gradNorm", "batchLag")]
             values = torch.stack([terms[n].float() for n in names] + [grad_norm.float()])
             values = dict(zip(names + ["gradNorm"], values.tolist()))
         values["batchLag"] = float(policy_lag)
         return ImpalaOptInfo(**{name: [value] for name, value in values.items()})
+
+    def next_batch(self, samples) -> ImpalaBatch:
+        """The batch to learn from: the oldest unconsumed FIFO batch (asynchronous
+        mode) or ``samples``; the agent's observation statistics are updated with it."""
+        if self.async_mode:
+            batch = self.fifo.batch(self.fifo_position)
+        else:
+            if samples is None:
+                raise ValueError(f"{type(self).__name__}.optimize_agent: samples=None outside "
+                                 f"asynchronous mode (call async_initialize for FIFO-fed "
+                                 f"training)")
+            batch = self.samples_to_buffer(samples)
+        update = getattr(self.agent, "update_obs_rms", None)
+        if update is not None:
+            update(batch.observation)
+        return batch
+
+    def batch_learned(self) -> None:
+        """After the last gradient step on a batch: the schedule steps, and every
+        ``updates_per_sync`` batches (asynchronous mode) the parameters are published."""
+        if self.lr_scheduler is not None:
+            self.lr_scheduler.step()
+        if self.async_mode and self.learned_version % self.updates_per_sync == 0:
+            self.agent.send_shared_memory()
+            self._published_version[()] = self.learned_version
 
     def loss(self, batch: ImpalaBatch) -> dict:
         """The IMPALA loss on one batch (on the agent's device) and its diagnostics."""
@@ -361,7 +381,7 @@ class Impala(PolicyGradientAlgo):
         vs, pg_advantage = losses.vtrace(
             reward, value, batch.done, batch.bootstrap_value, self.discount, log_rho,
             rho_bar=self.rho_bar, c_bar=self.c_bar, pg_rho_bar=self.pg_rho_bar,
-            lambda_=self.vtrace_lambda,
+            lambda_=self.vtrace_lambda, weight_pg_advantage=self.weight_pg_advantage,
         )
         valid = None if self.mid_batch_reset else losses.valid_from_done(batch.done)
         return vs, pg_advantage, valid

@@ -182,22 +182,6 @@ class PPO(PolicyGradientAlgo):
         super().initialize(agent, n_itr, batch_spec, mid_batch_reset, examples, world_size, rank)
         self._batch_size = batch_spec.size // self.minibatches
 
-    def check_minibatches(self, agent, batch_spec) -> None:
-        """Minibatches must split the batch: over B for recurrent agents, else over T * B."""
-        if agent.recurrent:
-            if batch_spec.B % self.minibatches != 0:
-                divisors = [m for m in range(1, batch_spec.B + 1) if batch_spec.B % m == 0]
-                raise ValueError(
-                    f"PPO: minibatches={self.minibatches} must divide batch_B={batch_spec.B} for "
-                    f"a recurrent agent (whole env sequences are minibatched over B); valid "
-                    f"values: {divisors}"
-                )
-        elif self.minibatches > batch_spec.size:
-            raise ValueError(
-                f"PPO: minibatches={self.minibatches} exceeds the batch size batch_T * batch_B = "
-                f"{batch_spec.size}; valid values: 1 to {batch_spec.size}"
-            )
-
     @property
     def current_ratio_clip(self) -> float:
         """``ratio_clip``, annealed with the learning rate under ``linear_lr_schedule``
@@ -346,26 +330,6 @@ class PPO(PolicyGradientAlgo):
             old_value=agent_info.value,
         )
         return buffer_to(batch, self.agent.device), self.initial_rnn_state(samples)
-
-    def minibatch_indexes(self, T: int, B: int):
-        """Shuffled index sets: env columns (recurrent) or flat ``t + T * b`` steps.
-
-        With one minibatch the only set is ``None``, the whole batch in place: the loss
-        is a mean over its entries, so their order does not matter and no gather is needed.
-        """
-        if self.minibatches == 1:
-            return (None,)
-        n = B if self.agent.recurrent else T * B
-        order = torch.randperm(n, device=self.agent.device)
-        return order.tensor_split(self.minibatches)
-
-    def select_minibatch(self, batch, init_rnn_state, idxs):
-        """The minibatch ``idxs`` (from ``minibatch_indexes``) and its initial RNN state."""
-        if init_rnn_state is None:
-            return (batch if idxs is None else batch[idxs]), None
-        if idxs is not None:
-            batch, init_rnn_state = batch[:, idxs], init_rnn_state[idxs]
-        return batch, self.rnn_state_for_model(init_rnn_state)
 
     def finish(self, opt_info: PpoOptInfo) -> PpoOptInfo:
         """End of an iteration: advance the learning-rate and clip schedule."""

@@ -69,6 +69,23 @@ PRESETS: dict[str, Preset] = {
         source="tuned here on CartPole-v1 (docs/notes/impala_cartpole.md)",
         description="IMPALA's V-trace actor-critic (asynchronous with --runner async)",
     ),
+    "appo": Preset(
+        algo="rlpyt.algos.pg.appo:APPO",
+        agents=_PG_AGENTS,
+        env="CartPole-v1",
+        # The impala preset's V-trace settings and critic scale (reward_scale: values of
+        # order 10, which the critic reaches) under PPO's epochs of clipped steps.
+        algo_kwargs=dict(discount=0.99, vtrace_lambda=0.95, learning_rate=1e-3, epochs=4,
+                         minibatches=4, ratio_clip=0.2, entropy_loss_coeff=0.01,
+                         value_loss_coeff=0.5, clip_grad_norm=0.5, normalize_advantage=True,
+                         reward_scale=0.1),
+        sampler_kwargs=dict(batch_T=32, batch_B=8, max_decorrelation_steps=0,
+                            eval_n_envs=4, eval_max_trajectories=8),
+        runner_kwargs=dict(n_steps=200_000, log_interval_steps=10_000),
+        source="tuned here on CartPole-v1 (docs/notes/appo.md)",
+        description="Asynchronous PPO: clipped surrogate against the behaviour policy, "
+                    "V-trace targets (asynchronous with --runner async)",
+    ),
     "r2d1": Preset(
         algo="rlpyt.algos.dqn.r2d1:R2D1",
         agents={"discrete": "rlpyt.agents.dqn.r2d1_agent:R2d1Agent"},
