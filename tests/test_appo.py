@@ -9,20 +9,12 @@ import multiprocessing as mp
 import numpy as np
 import pytest
 import torch
-from test_impala import cartpole_batches
+from test_impala import cartpole_batches, single_torch_thread  # noqa: F401 (autouse)
 
 from rlpyt.agents.pg.categorical import CategoricalPgAgent, RecurrentCategoricalPgAgent
 from rlpyt.algos.pg.appo import APPO, AppoOptInfo
 from rlpyt.algos.pg.ppo import PPO
 from rlpyt.utils.buffer import buffer_method
-
-
-@pytest.fixture(autouse=True, scope="module")
-def single_torch_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 
 def test_defaults_are_ppos_and_impalas():
