@@ -93,9 +93,9 @@ def test_bad_paths_and_values_fail_before_any_run_directory(args, expected, tmp_
 
 @pytest.mark.parametrize("algo, env, space, fits", [
     ("dqn", "Pendulum-v1", "continuous (FloatBox(low=-2.0, high=2.0, shape=(1,)",
-     "a2c, ddpg, impala, ppo, sac, td3"),
+     "a2c, appo, ddpg, impala, ppo, sac, td3"),
     ("sac", "CartPole-v1", "discrete (IntBox(low=0, high=2",
-     "a2c, cat_dqn, dqn, impala, ppo, r2d1"),
+     "a2c, appo, cat_dqn, dqn, impala, ppo, r2d1"),
 ])
 def test_an_algorithm_that_does_not_fit_the_action_space(algo, env, space, fits, tmp_path,
                                                           capsys):
