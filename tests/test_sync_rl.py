@@ -194,7 +194,7 @@ def two_gloo_ranks(tmp_path_factory, worker_id):
     return out
 
 
-FAMILIES = ("recurrent_ppo", "cat_dqn", "r2d1", "ddpg", "td3", "sac")
+FAMILIES = ("recurrent_ppo", "appo", "cat_dqn", "r2d1", "ddpg", "td3", "sac")
 
 
 def _family_parts(family):
@@ -212,6 +212,11 @@ def _family_parts(family):
     small = dict(model_kwargs=dict(hidden_sizes=[16]))
     if family == "recurrent_ppo":
         return PPO(epochs=2, minibatches=2), RecurrentCategoricalPgAgent(), "CartPole-v1", 8
+    if family == "appo":
+        from rlpyt.agents.pg.categorical import CategoricalPgAgent
+        from rlpyt.algos.pg.appo import APPO
+
+        return APPO(epochs=2, minibatches=2), CategoricalPgAgent(), "CartPole-v1", 8
     if family == "cat_dqn":
         return (CategoricalDQN(**replay, replay_ratio=8, double_dqn=True),
                 CatDqnAgent(**small), "CartPole-v1", 8)
