@@ -10,7 +10,6 @@ import torch
 
 from rlpyt.agents.base import AgentInputs
 from rlpyt.algos import losses
-from rlpyt.algos.pg.base import check_in_range
 from rlpyt.algos.pg.impala import Impala, ImpalaBatch
 from rlpyt.algos.pg.ppo import flatten_steps
 from rlpyt.utils.buffer import buffer_to
@@ -147,13 +146,7 @@ class APPO(Impala):
         )
         self.epochs, self.minibatches, self.ratio_clip = epochs, minibatches, ratio_clip
         self.clip_vf_loss, self.vf_clip = clip_vf_loss, vf_clip
-        for name in ("minibatches", "epochs"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or int(value) != value or value < 1:
-                raise ValueError(f"APPO: {name}={value!r} must be an integer >= 1")
-        check_in_range("APPO", "ratio_clip", ratio_clip, 0, math.inf, low_open=True)
-        if vf_clip is not None:
-            check_in_range("APPO", "vf_clip", vf_clip, 0, math.inf, low_open=True)
+        self.check_surrogate_args(optional=("vf_clip",))
 
     # ---- set-up: the minibatches must split the batch ----------------------------------
     def initialize(self, agent, n_itr: int, batch_spec, mid_batch_reset: bool = False,

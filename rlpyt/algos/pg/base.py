@@ -278,6 +278,19 @@ class PolicyGradientAlgo(RlAlgorithm):
         return buffer_method(buffer_method(state_bnh, "transpose", 0, 1), "contiguous")
 
     # ---- minibatches (PPO, APPO) -------------------------------------------------------
+    def check_surrogate_args(self, optional: tuple[str, ...] = ()) -> None:
+        """Validate the clipped surrogate's keywords: ``epochs`` and ``minibatches``
+        integers >= 1, ``ratio_clip`` and the ``optional`` ones (unless None) > 0."""
+        name = type(self).__name__
+        for key in ("minibatches", "epochs"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or int(value) != value or value < 1:
+                raise ValueError(f"{name}: {key}={value!r} must be an integer >= 1")
+        check_in_range(name, "ratio_clip", self.ratio_clip, 0, float("inf"), low_open=True)
+        for key in optional:
+            if getattr(self, key) is not None:
+                check_in_range(name, key, getattr(self, key), 0, float("inf"), low_open=True)
+
     def check_minibatches(self, agent, batch_spec) -> None:
         """Minibatches must split the batch: over B for recurrent agents, else over T * B."""
         if agent.recurrent:

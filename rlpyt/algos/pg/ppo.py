@@ -8,7 +8,7 @@ from collections import namedtuple
 import torch
 
 from rlpyt.algos import losses
-from rlpyt.algos.pg.base import PolicyGradientAlgo, check_in_range, linear_decay
+from rlpyt.algos.pg.base import PolicyGradientAlgo, linear_decay
 from rlpyt.utils.buffer import buffer_func, buffer_method, buffer_to
 from rlpyt.utils.collections import namedarraytuple
 from rlpyt.utils.quick_args import save__init__args
@@ -159,14 +159,7 @@ class PPO(PolicyGradientAlgo):
         save__init__args(locals())
         self.optim_kwargs = dict(optim_kwargs or {})
         self.check_common_args()
-        for name in ("minibatches", "epochs"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or int(value) != value or value < 1:
-                raise ValueError(f"PPO: {name}={value!r} must be an integer >= 1")
-        check_in_range("PPO", "ratio_clip", ratio_clip, 0, float("inf"), low_open=True)
-        for name in ("vf_clip", "target_kl"):
-            if getattr(self, name) is not None:
-                check_in_range("PPO", name, getattr(self, name), 0, float("inf"), low_open=True)
+        self.check_surrogate_args(optional=("vf_clip", "target_kl"))
 
     def initialize(
         self,
