@@ -29,7 +29,7 @@ AppoOptInfo = namedtuple(
 AppoMinibatch = namedarraytuple(
     "AppoMinibatch",
     ["agent_inputs", "action", "value_target", "advantage", "valid",
-     "behaviour_log_likelihood", "old_value"],
+     "anchor_log_likelihood", "old_value"],
 )
 
 
@@ -41,28 +41,36 @@ class APPO(Impala):
     2020, with V-trace on).
 
     Each ``optimize_agent`` learns from one ``[T, B]`` batch.  First, once, with the
-    learner's parameters at that moment (no gradient)::
+    learner's parameters at that moment, the proximal policy ``pi_prox`` (no gradient)::
 
-        rho = pi(a|x) / mu(a|x)              (mu: the sampler's recorded dist_info)
+        rho = pi_prox(a|x) / mu(a|x)         (mu: the sampler's recorded dist_info)
         v_s, A_s = vtrace(reward_scale * r, V(x), done, V(x_T), gamma, log rho,
                           rho_bar, c_bar, lambda)
-        A_s = r_s + gamma v_{s+1} - V(x_s)   (V-trace's advantage, without rho)
+        A_s = r_s + gamma v_{s+1} - V(x_s)   (V-trace's advantage, normalized if asked)
 
     then ``epochs`` passes in ``minibatches`` shuffled minibatches, each a gradient
     step on::
 
-        ratio = pi_theta(a|x) / mu(a|x)
-        loss = -mean(min(ratio A, clip(ratio, 1 - eps, 1 + eps) A))
+        ratio = pi_theta(a|x) / pi_anchor(a|x)
+        loss = -mean(w min(ratio A, clip(ratio, 1 - eps, 1 + eps) A))
                + value_loss_coeff * mean(0.5 (V_theta(x) - v_s)^2)
                - entropy_loss_coeff * mean(H(pi_theta(.|x)))
 
-    **Why V-trace, and the ratio against mu.**  The clipped ratio alone (Sample
-    Factory's default) bounds how far one batch moves the policy, but its targets are
-    the lagging policy's returns.  V-trace makes them the learner's: ``rho`` truncated
-    at ``rho_bar`` weights each TD error and ``c`` cuts the traces where the policies
-    disagree.  The surrogate applies the importance weight of the sampled action itself
-    (through ``ratio``), so the advantage carries none (IMPALA's ``rho_pg`` would count
-    it twice).  On-policy (no lag, the first epoch) every rho is 1 and the targets are
+    **Which policy anchors the clip** (``proximal_policy``).  With ``"learner"`` (the
+    default) the anchor is ``pi_prox`` and ``w = min(pg_rho_bar, rho)``: the decoupled
+    objective of Hilton et al. 2021 ("Batch size-invariance for policy optimization").
+    The trust region is then around the policy being improved, and the importance
+    weight alone corrects for the sampler having acted with ``mu``.  With
+    ``"behaviour"`` the anchor is ``mu`` and ``w = 1``, as Sample Factory's APPO: the
+    ratio then also carries the lag, so a learner ``k`` batches ahead of the sampler
+    starts each batch already near the clip's edge and moves the policy by about
+    ``eps`` per ``k + 1`` batches instead of per batch.  Without lag the two are the
+    same update, PPO's.
+
+    **Why V-trace.**  The clip bounds how far one batch moves the policy, but GAE's
+    targets would be the lagging policy's returns.  V-trace makes them the learner's:
+    ``rho`` truncated at ``rho_bar`` weights each TD error and ``c`` cuts the traces
+    where the policies disagree.  On-policy (no lag) every rho is 1 and the targets are
     lambda-returns of the learner's values: the update is PPO's.
 
     Under an asynchronous runner (``rlpyt train --runner async --algo appo``) the
@@ -93,6 +101,13 @@ class APPO(Impala):
         rho_bar: truncation of rho in V-trace's TD errors: sets the policy whose values
             the targets are (default 1., the IMPALA paper's).
         c_bar: truncation of V-trace's trace coefficients (default 1.).
+        pg_rho_bar: truncation of the surrogate's importance weight ``w`` under
+            ``proximal_policy="learner"``; None uses ``rho_bar`` (default None, as
+            IMPALA's policy gradient).
+        proximal_policy: the policy the ratio is clipped around: ``"learner"`` (its
+            parameters at the start of the batch, with the advantages weighted by the
+            truncated ``rho``) or ``"behaviour"`` (the sampler's ``mu``, unweighted)
+            (default ``"learner"``).
         vtrace_lambda: trace decay; on-policy the targets are lambda-returns, as GAE's
             (default 1.).
         normalize_advantage: scale the advantages to mean 0, std 1 over the valid
@@ -107,9 +122,9 @@ class APPO(Impala):
     """
 
     opt_info_fields = tuple(AppoOptInfo._fields)
-    weight_pg_advantage = False  # the clipped surrogate applies the ratio itself
-    pg_rho_bar = None
+    weight_pg_advantage = False  # the weight goes on after the advantages' normalization
     batches_learned = 0
+    proximal_policies = ("learner", "behaviour")
 
     def __init__(
         self,
@@ -128,6 +143,8 @@ class APPO(Impala):
         vf_clip: float | None = None,
         rho_bar: float | None = 1.0,
         c_bar: float | None = 1.0,
+        pg_rho_bar: float | None = None,
+        proximal_policy: str = "learner",
         vtrace_lambda: float = 1.0,
         normalize_advantage: bool = False,
         fifo_size: int = 4,
@@ -140,13 +157,18 @@ class APPO(Impala):
             entropy_loss_coeff=entropy_loss_coeff, OptimCls=OptimCls,
             optim_kwargs=optim_kwargs, clip_grad_norm=clip_grad_norm,
             initial_optim_state_dict=initial_optim_state_dict, rho_bar=rho_bar, c_bar=c_bar,
-            vtrace_lambda=vtrace_lambda, normalize_advantage=normalize_advantage,
+            pg_rho_bar=pg_rho_bar, vtrace_lambda=vtrace_lambda,
+            normalize_advantage=normalize_advantage,
             fifo_size=fifo_size, updates_per_sync=updates_per_sync,
             linear_lr_schedule=linear_lr_schedule, reward_scale=reward_scale,
         )
         self.epochs, self.minibatches, self.ratio_clip = epochs, minibatches, ratio_clip
         self.clip_vf_loss, self.vf_clip = clip_vf_loss, vf_clip
+        self.proximal_policy = proximal_policy
         self.check_surrogate_args(optional=("vf_clip",))
+        if proximal_policy not in self.proximal_policies:
+            raise ValueError(f"APPO: proximal_policy={proximal_policy!r} must be one of "
+                             f"{list(self.proximal_policies)}")
 
     # ---- set-up: the minibatches must split the batch ----------------------------------
     def initialize(self, agent, n_itr: int, batch_spec, mid_batch_reset: bool = False,
@@ -210,9 +232,9 @@ class APPO(Impala):
         return self.opt_info(steps, rho_info, policy_lag, learning_rate)
 
     def minibatch_data(self, batch: ImpalaBatch):
-        """The fixed part of every minibatch of ``batch`` (V-trace targets and advantages
-        from the learner's current values), its initial rnn state ``[B, N, H]`` (None
-        for feed-forward agents), and the batch's rho diagnostics."""
+        """The fixed part of every minibatch of ``batch`` (V-trace targets, advantages and
+        the clip's anchor, from the learner's current parameters), its initial rnn state
+        ``[B, N, H]`` (None for feed-forward agents), and the batch's rho diagnostics."""
         inputs = AgentInputs(batch.observation, batch.prev_action, batch.prev_reward)
         init_rnn_state = None
         with torch.no_grad():
@@ -227,17 +249,24 @@ class APPO(Impala):
             else:
                 dist_info, value = self.agent(*inputs)
             dist = self.agent.distribution
+            proximal = dist.log_likelihood(batch.action, dist_info)
             behaviour = dist.log_likelihood(batch.action, batch.behaviour_dist_info)
-            log_rho = dist.log_likelihood(batch.action, dist_info) - behaviour
+            log_rho = proximal - behaviour
             vs, advantage, valid = self.vtrace_targets(batch, value, log_rho)
             if self.normalize_advantage:
                 advantage = self.normalized(advantage, valid)
             rho = torch.exp(log_rho)
+            if self.proximal_policy == "learner":
+                anchor = proximal
+                bar = self.rho_bar if self.pg_rho_bar is None else self.pg_rho_bar
+                advantage = advantage * (rho if bar is None else rho.clamp(max=bar))
+            else:
+                anchor = behaviour
             rho_info = dict(rhoMean=valid_mean(rho, valid),
                             rhoClipFraction=self.clip_fraction(rho, self.rho_bar, valid))
         data = AppoMinibatch(agent_inputs=inputs, action=batch.action, value_target=vs,
                              advantage=advantage, valid=valid,
-                             behaviour_log_likelihood=behaviour, old_value=value)
+                             anchor_log_likelihood=anchor, old_value=value)
         return data, init_rnn_state, rho_info
 
     def loss(self, minibatch: AppoMinibatch, init_rnn_state=None) -> dict:
@@ -248,7 +277,7 @@ class APPO(Impala):
             dist_info, value, _ = self.agent(*minibatch.agent_inputs, init_rnn_state)
         dist, valid = self.agent.distribution, minibatch.valid
         log_ratio = (dist.log_likelihood(minibatch.action, dist_info)
-                     - minibatch.behaviour_log_likelihood)
+                     - minibatch.anchor_log_likelihood)
         pi_loss = losses.clipped_surrogate_loss(log_ratio, minibatch.advantage,
                                                 self.ratio_clip, valid)
         if self.clip_vf_loss:
