@@ -13,7 +13,7 @@ from test_impala import cartpole_batches, single_torch_thread  # noqa: F401 (aut
 
 from rlpyt.agents.pg.categorical import CategoricalPgAgent, RecurrentCategoricalPgAgent
 from rlpyt.algos.pg.appo import APPO, AppoOptInfo
-from rlpyt.algos.pg.ppo import PPO
+from rlpyt.algos.pg.ppo import PPO, flatten_steps
 from rlpyt.utils.buffer import buffer_method
 
 
@@ -36,6 +36,9 @@ def test_defaults_are_ppos_and_impalas():
     (dict(vf_clip=-1), r"vf_clip=-1 must lie in \(0"),
     (dict(rho_bar=0), r"rho_bar=0 must lie in \(0"),
     (dict(fifo_size=1), "fifo_size=1 must be an integer >= 2"),
+    (dict(pg_rho_bar=-1), r"pg_rho_bar=-1 must lie in \(0"),
+    (dict(proximal_policy="mu"), r"proximal_policy='mu' must be one of \['learner', "
+                                 r"'behaviour'\]"),
 ])
 def test_bad_keywords_are_rejected_by_name(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -49,24 +52,28 @@ def test_minibatches_must_split_a_recurrent_agents_columns():
         APPO(minibatches=2).async_initialize(agent, 10, batch_spec, False, examples)
 
 
-def _plain_loss(agent, batch, algo: APPO) -> float:
-    """The APPO loss of one whole-batch step, entry by entry: V-trace by its backward
-    recursion, then the clipped surrogate, value and entropy terms as plain sums."""
+def _plain_loss(proximal_agent, agent, batch, algo: APPO) -> float:
+    """The APPO loss of ``agent`` on a whole batch, entry by entry: V-trace by its
+    backward recursion with ``proximal_agent``'s values and ratios (the learner at the
+    batch's start), then the clipped surrogate, value and entropy terms as plain sums."""
     T, B = batch.reward.shape
+    inputs = (batch.observation, batch.prev_action, batch.prev_reward)
     with torch.no_grad():
-        dist_info, value = agent(batch.observation, batch.prev_action, batch.prev_reward)
         dist = agent.distribution
-        log_pi = dist.log_likelihood(batch.action, dist_info)
+        prox_info, prox_value = proximal_agent(*inputs)
+        log_prox = dist.log_likelihood(batch.action, prox_info)
         log_mu = dist.log_likelihood(batch.action, batch.behaviour_dist_info)
+        dist_info, value = agent(*inputs)
+        log_pi = dist.log_likelihood(batch.action, dist_info)
         entropy = dist.entropy(dist_info)
     gamma, lam = algo.discount, algo.vtrace_lambda
+    learner_anchor = algo.proximal_policy == "learner"
     loss = 0.0
     for b in range(B):
-        rho = [min(algo.rho_bar, float(torch.exp(log_pi[t, b] - log_mu[t, b])))
-               for t in range(T)]
-        c = [lam * min(algo.c_bar, float(torch.exp(log_pi[t, b] - log_mu[t, b])))
-             for t in range(T)]
-        v = [float(value[t, b]) for t in range(T)] + [float(batch.bootstrap_value[b])]
+        ratio_mu = [float(torch.exp(log_prox[t, b] - log_mu[t, b])) for t in range(T)]
+        rho = [min(algo.rho_bar, r) for r in ratio_mu]
+        c = [lam * min(algo.c_bar, r) for r in ratio_mu]
+        v = [float(prox_value[t, b]) for t in range(T)] + [float(batch.bootstrap_value[b])]
         reward = [float(batch.reward[t, b]) for t in range(T)]
         for t in range(T):  # CartPole-v1 truncates at 500 steps: not within these batches
             assert not bool(batch.timeout[t, b])
@@ -80,30 +87,59 @@ def _plain_loss(agent, batch, algo: APPO) -> float:
             vs[t] = v[t] + acc
         for t in range(T):
             advantage = reward[t] + gamma * not_done[t] * vs[t + 1] - v[t]
-            ratio = float(torch.exp(log_pi[t, b] - log_mu[t, b]))
+            anchor = log_prox[t, b] if learner_anchor else log_mu[t, b]
+            weight = min(algo.pg_rho_bar or algo.rho_bar, ratio_mu[t]) if learner_anchor else 1
+            ratio = float(torch.exp(log_pi[t, b] - anchor))
             clipped = min(max(ratio, 1 - algo.ratio_clip), 1 + algo.ratio_clip)
-            pi_term = -min(ratio * advantage, clipped * advantage)
-            value_term = algo.value_loss_coeff * 0.5 * (v[t] - vs[t]) ** 2
+            pi_term = -weight * min(ratio * advantage, clipped * advantage)
+            value_term = algo.value_loss_coeff * 0.5 * (float(value[t, b]) - vs[t]) ** 2
             entropy_term = -algo.entropy_loss_coeff * float(entropy[t, b])
             loss += (pi_term + value_term + entropy_term) / (T * B)
     return loss
 
 
-def test_the_loss_matches_a_plain_loop_off_policy():
-    """A behaviour policy other than the learner's (rho != 1, some truncated): the loss
-    of the first step against ``_plain_loss``."""
+@pytest.mark.parametrize("proximal_policy, pg_rho_bar", [
+    ("learner", None), ("learner", 1.2), ("behaviour", None)])
+def test_the_loss_matches_a_plain_loop_off_policy(proximal_policy, pg_rho_bar):
+    """A behaviour policy other than the learner's (rho != 1, some truncated), and a
+    learner that has moved since the batch's start (ratios against the anchor away from
+    1, some clipped): the loss against ``_plain_loss``."""
+    torch.manual_seed(0)
     agent = CategoricalPgAgent()
     (samples,), examples, batch_spec = cartpole_batches(agent, 1)
     prob = samples.agent.agent_info.dist_info.prob
     prob[..., 0], prob[..., 1] = 0.8, 0.2  # the sampler "acted" with another policy
     algo = APPO(epochs=1, minibatches=1, rho_bar=1.5, c_bar=1.0, vtrace_lambda=0.9,
-                ratio_clip=0.2)
+                ratio_clip=0.2, proximal_policy=proximal_policy, pg_rho_bar=pg_rho_bar)
     algo.initialize(agent, 10, batch_spec, mid_batch_reset=True, examples=examples)
     batch = algo.samples_to_buffer(samples)
-    expected = _plain_loss(agent, batch, algo)
-    info = algo.optimize_agent(0, samples)
-    assert info.loss[0] == pytest.approx(expected, rel=1e-5)
-    assert 0 < info.rhoClipFraction[0] < 1 and info.rhoMean[0] != pytest.approx(1.0)
+    proximal_agent = copy.deepcopy(agent)
+    data, _, rho_info = algo.minibatch_data(batch)
+    with torch.no_grad():  # the learner's later parameters, within and beyond the clip
+        for p in agent.parameters():
+            p.add_(0.2 * torch.randn_like(p))
+    terms = algo.loss(flatten_steps(data))
+    expected = _plain_loss(proximal_agent, agent, batch, algo)
+    assert terms["loss"].item() == pytest.approx(expected, rel=1e-5)
+    assert 0 < float(terms["ratioClipFraction"]) <= 1
+    assert 0 < float(rho_info["rhoClipFraction"]) < 1
+    assert float(rho_info["rhoMean"]) != pytest.approx(1.0)
+
+
+def test_a_lagging_learner_keeps_its_trust_region_under_the_learner_anchor():
+    """The learner's own step starts at ratio 1 (no sample clipped) however far the
+    behaviour policy lags, where the behaviour anchor starts near or past the clip."""
+    agent = CategoricalPgAgent()
+    (samples,), examples, batch_spec = cartpole_batches(agent, 1)
+    prob = samples.agent.agent_info.dist_info.prob
+    prob[..., 0], prob[..., 1] = 0.8, 0.2
+    fractions = {}
+    for anchor in APPO.proximal_policies:
+        algo = APPO(epochs=1, minibatches=1, ratio_clip=0.1, proximal_policy=anchor)
+        algo.initialize(copy.deepcopy(agent), 10, batch_spec, mid_batch_reset=True,
+                        examples=examples)
+        fractions[anchor] = algo.optimize_agent(0, samples).ratioClipFraction[0]
+    assert fractions["learner"] == 0.0 and fractions["behaviour"] > 0.5
 
 
 @pytest.mark.parametrize("epochs, minibatches", [(1, 1), (2, 3)])
