@@ -81,14 +81,15 @@ ATARI_PRESETS: dict[str, Preset] = {
         # Sample Factory's APPO takes: the ratio against the acting policy, V-trace
         # targets with GAE's lambda.  Sample Factory normalizes returns too; APPO does
         # not (the ppo preset learned Pong as fast without it: docs/notes/pong.md).  The
-        # clip is around the learner's policy (APPO's default, decoupled PPO), and a FIFO
-        # of 2 keeps the sampler one batch ahead: on CPUs the learner is the bottleneck,
-        # so a deeper FIFO adds lag and no speed (docs/notes/appo.md).
+        # clip is around the learner's policy (APPO's default, decoupled PPO).  A FIFO of
+        # 3 lets the sampler fill the next batch while the learner learns one (lag 1):
+        # on CPUs the learner is the bottleneck, so a deeper FIFO adds lag and no speed,
+        # and one of 2 leaves no batch to sample meanwhile (docs/notes/appo.md).
         algo_kwargs=dict(discount=0.99, vtrace_lambda=0.95, learning_rate=2.5e-4,
                          ratio_clip=0.1, epochs=4, minibatches=4, entropy_loss_coeff=0.01,
                          value_loss_coeff=1.0, clip_grad_norm=0.5, normalize_advantage=True,
                          clip_vf_loss=True, vf_clip=1.0, linear_lr_schedule=True,
-                         fifo_size=2, optim_kwargs=dict(eps=1e-5)),
+                         fifo_size=3, optim_kwargs=dict(eps=1e-5)),
         agent_kwargs=dict(model_kwargs=dict(**A3C_CNN, normalize_observation=True)),
         sampler_kwargs=dict(batch_T=128, batch_B=8, max_decorrelation_steps=0, **_EVAL),
         runner_kwargs=dict(n_steps=10_000_000, log_interval_steps=102_400),
