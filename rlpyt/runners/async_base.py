@@ -17,7 +17,7 @@ from rlpyt.runners.async_processes import AsyncProcesses, AsyncRunError
 from rlpyt.runners.async_watch import DEFAULT_PROGRESS_TIMEOUT_S, AsyncWatch, check_progress_timeout
 from rlpyt.runners.base import apply_affinity, training_torch_threads
 from rlpyt.runners.diagnostics import AsyncColumns
-from rlpyt.runners.minibatch_rl import MinibatchRlBase
+from rlpyt.runners.run_core import RunnerCore
 from rlpyt.samplers.async_.base import AsyncSamplerBase
 from rlpyt.samplers.async_.control_block import ThrottleSpec
 from rlpyt.utils.logging import logger
@@ -29,7 +29,7 @@ __all__ = ["AsyncRlBase", "AsyncRunError"]
 DEFAULT_MAX_AHEAD = 2
 
 
-class AsyncRlBase(MinibatchRlBase):
+class AsyncRlBase(RunnerCore):
     """Optimizer in this process, sampler and memory copier in their own processes.
 
     Args:
