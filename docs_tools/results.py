@@ -429,7 +429,7 @@ def iqm_text(values: tuple[float, ...]) -> str:
         return "–"
     import numpy as np
 
-    from rlpyt.experiments.compare import GroupScores, compare
+    from rlpyt.experiments.group_stats import GroupScores, compare
 
     group = GroupScores("ours", np.asarray(values, dtype=float), [])
     value, low, high = compare([group], reps=10_000, seed=0).estimates["ours"]["iqm"]

@@ -1,4 +1,4 @@
-"""``rlpyt compare`` and its statistics (``rlpyt.experiments.compare``), each against a
+"""``rlpyt compare`` and its statistics (``rlpyt.experiments.group_stats``), each against a
 plain-loop reference; bench/rliable/rliable_check.py compares them with rliable itself."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rlpyt.cli import main
-from rlpyt.experiments.compare import (
+from rlpyt.experiments.group_stats import (
     GroupScores,
     bootstrap_indices,
     compare,

@@ -27,7 +27,7 @@ from rlpyt.experiments.search_space import (  # noqa: E402
     parse_dimension,
     split_search_flags,
 )
-from rlpyt.experiments.tune import seed_objective, split_cpus  # noqa: E402
+from rlpyt.experiments.study import seed_objective, split_cpus  # noqa: E402
 
 # Small CartPole PPO runs: 8 log rows of 1000 steps, a few seconds each.
 CARTPOLE = ["--algo", "ppo", "--env", "CartPole-v1", "--runner.log_interval_steps", "1000",

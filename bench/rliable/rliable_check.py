@@ -27,7 +27,7 @@ sys.path.insert(0, BENCH)  # bench/peers/
 
 import peers  # noqa: E402
 
-from rlpyt.experiments.compare import GroupScores, compare, group_scores  # noqa: E402
+from rlpyt.experiments.group_stats import GroupScores, compare, group_scores  # noqa: E402
 from rlpyt.utils.logging.run_table import load_runs  # noqa: E402
 
 SYNTHETIC = {

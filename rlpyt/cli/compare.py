@@ -3,7 +3,7 @@
 Each GROUP is one setting: a run folder, a folder of runs or a glob (quote it).  For a
 column at a budget, every group's mean and interquartile mean with 95%
 stratified-bootstrap intervals, the probability that each group improves on each other,
-and a performance-profile PNG (``rlpyt.experiments.compare``, statistics by ``rliable``).
+and a performance-profile PNG (``rlpyt.experiments.group_stats``, statistics by ``rliable``).
 
     rlpyt compare runs/lr_1e-3 runs/lr_3e-4 --column ReturnAverage --at 100000
 """
@@ -47,7 +47,7 @@ def _error(message: str) -> int:
 
 
 def run_compare(args, extra: list[str]) -> int:
-    from rlpyt.experiments.compare import compare, group_scores, plot_profiles
+    from rlpyt.experiments.group_stats import compare, group_scores, plot_profiles
     from rlpyt.utils.logging.run_table import load_runs
 
     if extra:

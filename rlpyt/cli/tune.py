@@ -25,7 +25,7 @@ _OWN_TRAIN_FLAGS = ("--seed", "--log-dir", "--run-id", "--resume", "--nproc")
 
 
 def add_tune_parser(subparsers):
-    from rlpyt.experiments.tune import PRUNERS, SEARCHES
+    from rlpyt.experiments.study import PRUNERS, SEARCHES
 
     p = subparsers.add_parser(
         "tune",
@@ -143,7 +143,7 @@ def run_tune(args, extra: list[str]) -> int:
         load_space_file,
         split_search_flags,
     )
-    from rlpyt.experiments.tune import TuneSettings, best_command, run_study, write_plots
+    from rlpyt.experiments.study import TuneSettings, best_command, run_study, write_plots
 
     own = [flag for flag in extra if flag.split("=", 1)[0] in _OWN_TRAIN_FLAGS]
     if own:
@@ -199,7 +199,7 @@ def run_tune(args, extra: list[str]) -> int:
     dashboard = _start_dashboard(settings.storage_url) if args.dashboard else None
     try:
         if args.backend == "ray":
-            from rlpyt.experiments.tune_ray import run_study_on_ray
+            from rlpyt.experiments.study_ray import run_study_on_ray
 
             study = run_study_on_ray(settings, args.ray_address,
                                      say=lambda line: print(line, flush=True))

@@ -22,7 +22,7 @@ import os
 from collections.abc import Callable
 
 from rlpyt.experiments.search_space import load_space_file
-from rlpyt.experiments.tune import TuneSettings, open_study, run_study, study_lock
+from rlpyt.experiments.study import TuneSettings, open_study, run_study, study_lock
 from rlpyt.utils.launching.ray_backend import sees_token, write_token
 from rlpyt.utils.supervisor import RAY_TASK_CANCEL_S
 
