@@ -113,7 +113,10 @@ class APPO(Impala):
         normalize_advantage: scale the advantages to mean 0, std 1 over the valid
             entries of each batch (default False, as PPO's).
         fifo_size: batches held between sampler and learner in asynchronous runs (at
-            least 2; default 4).
+            least 2; default 4).  A batch counts as consumed once its last gradient
+            step is taken, so a learner slower than the sampler learns each batch
+            ``fifo_size - 2`` batches after the parameters that sampled it, and a FIFO
+            of 2 leaves the sampler nothing to sample while the learner works.
         updates_per_sync: batches learned between publishing the parameters to the
             samplers in asynchronous runs (default 1).
         linear_lr_schedule: anneal the learning rate linearly to 0 over the run's
