@@ -4,8 +4,8 @@ A run reaches a score at its first log row whose score column (the mean whole-ga
 of the latest 100 games) is at least that score; its frames (``CumSteps`` times the frame
 skip) and wall time (``CumTime (s)``) there are the run's cost of the score.  The
 resolution is the run's log interval.  ``SCORE_RUNS`` names the runs compared: ours
-(``rlpyt train``) and a peer's, whose progress.csv is written with the same columns by
-``bench/sample_factory/pong_to_score.py``.
+(``rlpyt train``, synchronous PPO and asynchronous APPO) and a peer's, whose progress.csv
+is written with the same columns by ``bench/sample_factory/pong_to_score.py``.
 """
 
 from __future__ import annotations
@@ -52,14 +52,18 @@ class RunEnd:
     score: float
 
 
-SCORE_RUNS = (
-    ScoreRuns("rlpyt PPO (the `ppo` preset)", "PongNoFrameskip-v4",
-              "atari/ppo/PongNoFrameskip-v4", "GameScoreAverage", 4,
-              "the command of the table above"),
-    ScoreRuns("Sample Factory 2.1.1 APPO (its Atari defaults)", "PongNoFrameskip-v4",
-              "atari/sample-factory-appo/PongNoFrameskip-v4", "GameScoreAverage", 4,
-              "python bench/sample_factory/pong_to_score.py --seed 0"),
-)
+PPO_PONG = ScoreRuns("rlpyt PPO (the `ppo` preset)", "PongNoFrameskip-v4",
+                     "atari/ppo/PongNoFrameskip-v4", "GameScoreAverage", 4,
+                     "the command of the table above")
+APPO_PONG = ScoreRuns(
+    "rlpyt APPO (the `appo` preset, asynchronous, 4M frames)", "PongNoFrameskip-v4",
+    "atari/appo/PongNoFrameskip-v4", "GameScoreAverage", 4,
+    "rlpyt train --algo appo --env PongNoFrameskip-v4 --runner async --sampler-type serial "
+    "--torch-threads 1 --runner.n_steps 1000000 --sampler.eval_n_envs 0 --seed 0")
+SF_APPO_PONG = ScoreRuns("Sample Factory 2.1.1 APPO (its Atari defaults)", "PongNoFrameskip-v4",
+                         "atari/sample-factory-appo/PongNoFrameskip-v4", "GameScoreAverage", 4,
+                         "python bench/sample_factory/pong_to_score.py --seed 0")
+SCORE_RUNS = (PPO_PONG, APPO_PONG, SF_APPO_PONG)
 
 
 def read_rows(run: Path) -> list[dict]:
