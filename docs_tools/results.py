@@ -615,12 +615,12 @@ def reach_text(reach: tts.Reach | None, end: tts.RunEnd) -> str:
     return f"{count(round(reach.frames, -5))} frames, {duration(reach.seconds)}"
 
 
-def score_lines(results: Path, contender: tts.ScoreRuns) -> list[str]:
+def score_lines(results: Path, game: tts.ScoreGame, contender: tts.ScoreRuns) -> list[str]:
     """One table line per run of ``contender`` (one saying none, without runs)."""
     runs = runs_of(results, f"{contender.folder}/run_*")
     if not runs:
         return [f"| {contender.label} | {contender.task} | not run yet |"
-                + " |" * len(tts.MILESTONES)]
+                + " |" * len(game.milestones)]
     lines = []
     for run in runs:
         rows = tts.read_rows(run)
@@ -630,36 +630,34 @@ def score_lines(results: Path, contender: tts.ScoreRuns) -> list[str]:
         cells = [f"{contender.label}, {run.name.replace('_', ' ')}", contender.task]
         cells += [reach_text(tts.first_reach(rows, contender.column, score,
                                              contender.frames_per_step), end)
-                  for score in tts.MILESTONES]
+                  for score in game.milestones]
         cells.append(f"{end.score:.1f} at {count(round(end.frames, -5))} frames, "
                      f"{duration(end.seconds)}")
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
 
-def time_to_score_table(results: Path) -> str:
-    """Each Pong run's frames and wall time to each milestone score, ours and the peer's."""
-    header = ("| run | task | " + " | ".join(f"score {m:g}" for m in tts.MILESTONES)
-              + " | end of run |\n|" + "---|" * (len(tts.MILESTONES) + 3))
+def time_to_score_table(results: Path, game: tts.ScoreGame = tts.PONG) -> str:
+    """Each run's frames and wall time to each milestone score of ``game``, ours and the
+    peer's."""
+    header = ("| run | task | " + " | ".join(f"score {m:g}" for m in game.milestones)
+              + " | end of run |\n|" + "---|" * (len(game.milestones) + 3))
     lines = [header]
-    for contender in tts.SCORE_RUNS:
-        lines += score_lines(results, contender)
+    for contender in game.contenders:
+        lines += score_lines(results, game, contender)
     commands = [f"- **{c.label}**: {c.command if c.command.startswith('the ') else f'`{c.command}`'}"
-                for c in tts.SCORE_RUNS]
-    intro = ("Frames and wall time to a score (the first log row where the mean whole-game "
-             "score of the latest 100 games reaches it; rows are the runs' log intervals "
-             "apart), on this 2-core machine, one run at a time:")
+                for c in game.contenders]
+    intro = (f"{game.name}: frames and wall time to a score (the first log row where the "
+             "mean whole-game score of the latest 100 games reaches it; rows are the runs' "
+             "log intervals apart), on this 2-core machine, one run at a time:")
     blocks = [intro, "\n".join(lines), "\n".join(commands)]
-    if any(runs_of(results, f"{c.folder}/run_*") for c in tts.SCORE_RUNS):
-        blocks.append(figure_line(TIME_PLOT, "Pong: score against wall time"))
+    if any(runs_of(results, f"{c.folder}/run_*") for c in game.contenders):
+        blocks.append(figure_line(game.plot, f"{game.name}: score against wall time"))
     return "\n\n".join(blocks)
 
 
-TIME_PLOT = "atari_pong_score_vs_time.png"
-
-
-def plot_time_to_score(results: Path, out: Path) -> Path | None:
-    """Score against wall time (hours), every run of every contender."""
+def plot_time_to_score(results: Path, out: Path, game: tts.ScoreGame = tts.PONG) -> Path | None:
+    """Score against wall time (hours), every run of every contender on ``game``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -667,7 +665,7 @@ def plot_time_to_score(results: Path, out: Path) -> Path | None:
 
     fig, ax = plt.subplots(figsize=(5.6, 3.8))
     drawn = False
-    for i, contender in enumerate(tts.SCORE_RUNS):
+    for i, contender in enumerate(game.contenders):
         for j, run in enumerate(runs_of(results, f"{contender.folder}/run_*")):
             rows = tts.read_rows(run)
             points = [(float(r[tts.TIME_COLUMN]) / 3600, tts.score_of(r, contender.column))
@@ -681,14 +679,14 @@ def plot_time_to_score(results: Path, out: Path) -> Path | None:
     if not drawn:
         plt.close(fig)
         return None
-    for score in tts.MILESTONES:
+    for score in game.milestones:
         ax.axhline(score, color="black", linestyle=":", linewidth=0.8)
     ax.set_xlabel("wall time (hours, 2 cores)")
     ax.set_ylabel("mean score of the latest 100 games")
-    ax.set_title("Pong: score against wall time")
+    ax.set_title(f"{game.name}: score against wall time")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
-    return report.save_figure(fig, out, TIME_PLOT)
+    return report.save_figure(fig, out, game.plot)
 
 
 def table(results: Path, family: str) -> str:
@@ -696,7 +694,8 @@ def table(results: Path, family: str) -> str:
     if family == "minatar":
         return minatar_table(results)
     if family == "atari":
-        return task_table(results, family) + "\n\n" + time_to_score_table(results)
+        return "\n\n".join([task_table(results, family)]
+                           + [time_to_score_table(results, g) for g in tts.GAMES.values()])
     return task_table(results, family)
 
 
@@ -842,8 +841,8 @@ def plot_all(results: Path, out: Path) -> list[Path]:
             drawn = plotted_rows(results, first.task, rows)
             if drawn:
                 paths.append(plot_task(results, drawn, out))
-    time_plot = plot_time_to_score(results, out)
-    return paths + ([time_plot] if time_plot is not None else [])
+    time_plots = [plot_time_to_score(results, out, g) for g in tts.GAMES.values()]
+    return paths + [p for p in time_plots if p is not None]
 
 
 def main(argv: list[str] | None = None) -> int:

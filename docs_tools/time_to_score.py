@@ -1,11 +1,11 @@
-"""Frames and wall time to a score: the Atari table that users compare libraries by.
+"""Frames and wall time to a score: the Atari tables that users compare libraries by.
 
 A run reaches a score at its first log row whose score column (the mean whole-game score
 of the latest 100 games) is at least that score; its frames (``CumSteps`` times the frame
 skip) and wall time (``CumTime (s)``) there are the run's cost of the score.  The
-resolution is the run's log interval.  ``SCORE_RUNS`` names the runs compared: ours
-(``rlpyt train``, synchronous PPO and asynchronous APPO) and a peer's, whose progress.csv
-is written with the same columns by ``bench/sample_factory/pong_to_score.py``.
+resolution is the run's log interval.  ``GAMES`` names, for each game, its milestone
+scores and the runs compared: ours (``rlpyt train``) and a peer's, whose progress.csv is
+written with the same columns by ``bench/sample_factory/atari_to_score.py``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from rlpyt.utils.logging.run_table import load_runs
 
 TIME_COLUMN = "CumTime (s)"
 STEP_COLUMN = "CumSteps"
-MILESTONES = (0.0, 10.0, 18.0)  # Pong: level with the built-in player, well ahead, solved.
 
 
 @dataclass(frozen=True)
@@ -62,8 +61,54 @@ APPO_PONG = ScoreRuns(
     "--torch-threads 1 --runner.n_steps 1000000 --sampler.eval_n_envs 0 --seed 0")
 SF_APPO_PONG = ScoreRuns("Sample Factory 2.1.1 APPO (its Atari defaults)", "PongNoFrameskip-v4",
                          "atari/sample-factory-appo/PongNoFrameskip-v4", "GameScoreAverage", 4,
-                         "python bench/sample_factory/pong_to_score.py --seed 0")
-SCORE_RUNS = (PPO_PONG, APPO_PONG, SF_APPO_PONG)
+                         "python bench/sample_factory/atari_to_score.py --game Pong --seed 0")
+PPO_BREAKOUT = ScoreRuns(
+    "rlpyt PPO (the `ppo` preset, 10M frames)", "BreakoutNoFrameskip-v4",
+    "atari/ppo/BreakoutNoFrameskip-v4", "GameScoreAverage", 4,
+    "rlpyt train --algo ppo --env BreakoutNoFrameskip-v4 --runner.n_steps 2500000 "
+    "--sampler.eval_n_envs 0 --seed 0 --run-id 0 --log-dir docs/results/atari/ppo/"
+    "BreakoutNoFrameskip-v4")
+SF_APPO_BREAKOUT = ScoreRuns(
+    "Sample Factory 2.1.1 APPO (its Atari defaults)", "BreakoutNoFrameskip-v4",
+    "atari/sample-factory-appo/BreakoutNoFrameskip-v4", "GameScoreAverage", 4,
+    "python bench/sample_factory/atari_to_score.py --game Breakout --seed 0")
+
+
+@dataclass(frozen=True)
+class ScoreGame:
+    """One game's comparison: its milestone scores and the runs compared.
+
+    ``ours`` are the runs whose slowest time to the last milestone caps the ``peer``'s
+    wall time (``bench/sample_factory/atari_to_score.py``); ``contenders`` are every
+    row of the table, the peer's last.
+    """
+
+    name: str  # Sample Factory's and the CLI's short name: "Pong", "Breakout"
+    task: str
+    milestones: tuple[float, ...]
+    ours: ScoreRuns
+    contenders: tuple[ScoreRuns, ...]
+
+    @property
+    def peer(self) -> ScoreRuns:
+        return self.contenders[-1]
+
+    @property
+    def goal(self) -> float:
+        return self.milestones[-1]
+
+    @property
+    def plot(self) -> str:
+        return f"atari_{self.name.lower()}_score_vs_time.png"
+
+
+# Pong: level with the built-in player, well ahead, solved.  Breakout: an eighth and a
+# quarter of the 398 that the RL Baselines3 Zoo's PPO reaches at 40M frames.
+PONG = ScoreGame("Pong", "PongNoFrameskip-v4", (0.0, 10.0, 18.0), PPO_PONG,
+                 (PPO_PONG, APPO_PONG, SF_APPO_PONG))
+BREAKOUT = ScoreGame("Breakout", "BreakoutNoFrameskip-v4", (50.0, 100.0), PPO_BREAKOUT,
+                     (PPO_BREAKOUT, SF_APPO_BREAKOUT))
+GAMES = {g.name: g for g in (PONG, BREAKOUT)}
 
 
 def read_rows(run: Path) -> list[dict]:

@@ -172,7 +172,7 @@ def test_time_to_score_is_the_first_row_at_or_above_it(tmp_path):
 
 
 def test_time_to_score_table_has_a_line_per_run_and_says_what_is_missing(tmp_path):
-    ours, appo, peer = tts.SCORE_RUNS
+    ours, appo, peer = tts.PONG.contenders
     write_score_run(tmp_path / ours.folder / "run_0",
                     [(250_000, 600.0, "-15.0"), (500_000, 1200.0, "2.0"),
                      (750_000, 1800.0, "12.0"), (2_500_000, 5400.0, "17.5")])
@@ -182,7 +182,7 @@ def test_time_to_score_table_has_a_line_per_run_and_says_what_is_missing(tmp_pat
             "frames, 90 min |") in table
     assert f"| {peer.label} | {peer.task} | not run yet | | | |" in table
     assert f"| {appo.label} | {appo.task} | not run yet | | | |" in table
-    assert results.TIME_PLOT in table
+    assert tts.PONG.plot in table
 
 
 # ---- the page -------------------------------------------------------------------------------
