@@ -125,6 +125,9 @@ CLASSIC_REASON = "the classic runs are made with the command shown (1-5 minutes 
 MUJOCO_REASON = "runs in progress on the 2-core VM"
 
 
+ATARI_SCORE = ("whole-game score of training games (`GameScoreAverage`: unclipped, a game "
+               "ends at game over), mean of the latest 100 games; no evaluation games "
+               "(`--sampler.eval_n_envs 0`), which would take sampling time")
 POPGYM_TASK = "popgym-RepeatPreviousEasy-v0"
 POPGYM_EVAL = EVAL + ", epsilon-greedy with the agent's evaluation epsilon"
 POPGYM_REASON = "runs of a few minutes each on the 2-core VM, made with the command shown"
@@ -198,15 +201,20 @@ ROWS: tuple[Row, ...] = (
                                   "steps ago is unknown", at_most=True),
         train_command("dqn", POPGYM_TASK, "popgym"), POPGYM_REASON, digits=2),
     Row("atari", "PongNoFrameskip-v4", "ppo", "PPO", 2_500_000, "GameScoreAverage",
-        "whole-game score of training games (`GameScoreAverage`: unclipped, a game "
-        "ends at game over), mean of the latest 100 games; no evaluation games "
-        "(`--sampler.eval_n_envs 0`), which would take sampling time",
-        Target(18.0, "the target for 10M frames, not a published run"),
+        ATARI_SCORE, Target(18.0, "the target for 10M frames, not a published run"),
         train_command("ppo", "PongNoFrameskip-v4", "atari", 2_500_000).replace(
             "rlpyt train", "rlpyt train --sampler-type cpu").replace(
             " --seed", " --sampler.eval_n_envs 0 --seed"),
         "a 10M-frame run holds both cores for about 40 minutes",
         seeds=(0, 1), frames_per_step=4, scale=Published("PongNoFrameskip-v4", "PPO", 10_000_000)),
+    Row("atari", "PongNoFrameskip-v4", "impala", "IMPALA (`--runner async`)", 2_500_000,
+        "GameScoreAverage", ATARI_SCORE, Target(18.0, "the target for 10M frames, not a "
+                                                      "published run"),
+        train_command("impala", "PongNoFrameskip-v4", "atari", 2_500_000).replace(
+            "rlpyt train", "rlpyt train --runner async --sampler-type cpu --torch-threads 1"
+        ).replace(" --seed", " --sampler.eval_n_envs 0 --seed"),
+        "a 10M-frame run holds both cores for about 80 minutes on this VM",
+        seeds=(0, 1), frames_per_step=4),
 )
 
 # MinAtar: the paper's DQN (bench/minatar/dqn.py, each game's best step size) at these

@@ -59,6 +59,9 @@ APPO_PONG = ScoreRuns(
     "atari/appo/PongNoFrameskip-v4", "GameScoreAverage", 4,
     "rlpyt train --algo appo --env PongNoFrameskip-v4 --runner async --sampler-type serial "
     "--torch-threads 1 --runner.n_steps 1000000 --sampler.eval_n_envs 0 --seed 0")
+IMPALA_PONG = ScoreRuns("rlpyt IMPALA (the `impala` preset, asynchronous)", "PongNoFrameskip-v4",
+                        "atari/impala/PongNoFrameskip-v4", "GameScoreAverage", 4,
+                        "the command of the table above")
 SF_APPO_PONG = ScoreRuns("Sample Factory 2.1.1 APPO (its Atari defaults)", "PongNoFrameskip-v4",
                          "atari/sample-factory-appo/PongNoFrameskip-v4", "GameScoreAverage", 4,
                          "python bench/sample_factory/atari_to_score.py --game Pong --seed 0")
@@ -105,7 +108,7 @@ class ScoreGame:
 # Pong: level with the built-in player, well ahead, solved.  Breakout: an eighth and a
 # quarter of the 398 that the RL Baselines3 Zoo's PPO reaches at 40M frames.
 PONG = ScoreGame("Pong", "PongNoFrameskip-v4", (0.0, 10.0, 18.0), PPO_PONG,
-                 (PPO_PONG, APPO_PONG, SF_APPO_PONG))
+                 (PPO_PONG, APPO_PONG, IMPALA_PONG, SF_APPO_PONG))
 BREAKOUT = ScoreGame("Breakout", "BreakoutNoFrameskip-v4", (50.0, 100.0), PPO_BREAKOUT,
                      (PPO_BREAKOUT, SF_APPO_BREAKOUT))
 GAMES = {g.name: g for g in (PONG, BREAKOUT)}

@@ -172,7 +172,7 @@ def test_time_to_score_is_the_first_row_at_or_above_it(tmp_path):
 
 
 def test_time_to_score_table_has_a_line_per_run_and_says_what_is_missing(tmp_path):
-    ours, appo, peer = tts.PONG.contenders
+    ours, appo, peer = tts.PPO_PONG, tts.APPO_PONG, tts.PONG.peer
     write_score_run(tmp_path / ours.folder / "run_0",
                     [(250_000, 600.0, "-15.0"), (500_000, 1200.0, "2.0"),
                      (750_000, 1800.0, "12.0"), (2_500_000, 5400.0, "17.5")])
