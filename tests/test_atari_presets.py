@@ -53,6 +53,39 @@ def test_family_settings():
     assert not atari_protocol("ALE/Pong-v5").env_kwargs["fire_on_reset"]
 
 
+def test_a2c_preset_is_the_zoos_atari_a2c():
+    """rl-baselines3-zoo a2c.yml (atari), the source of the published Pong figure: SB3's
+    A2C defaults (RMSprop 7e-4 with alpha 0.99 and eps 1e-5, GAE lambda 1, no advantage
+    normalization, clip 0.5) with 16 envs of 5 steps, entropy 0.01 and vf_coef 0.25 on
+    the mean squared error; the Nature CNN (CnnPolicy) on pixels scaled by 1/255."""
+    import argparse
+
+    import torch
+
+    from rlpyt.cli.train import add_train_parser, build_components, build_config
+
+    parser = argparse.ArgumentParser()
+    add_train_parser(parser.add_subparsers())
+    args, extra = parser.parse_known_args(["train", "--algo", "a2c", "--env",
+                                           "PongNoFrameskip-v4"])
+    config = build_config(args, extra)
+    algo, agent, sampler = config["algo"], config["agent"], config["sampler"]
+    assert (algo["learning_rate"], algo["discount"], algo["gae_lambda"],
+            algo["entropy_loss_coeff"], algo["clip_grad_norm"]) == (7e-4, 0.99, 1.0, 0.01, 0.5)
+    assert algo["value_loss_coeff"] == 0.5  # x our 0.5 (V - R)^2 = SB3's 0.25 x MSE
+    assert algo["normalize_advantage"] is False
+    assert not algo.get("normalize_returns", False) and not algo.get("normalize_rewards", False)
+    assert (sampler["batch_T"], sampler["batch_B"]) == (5, 16)
+    model_kwargs = agent["model_kwargs"]
+    assert (model_kwargs["channels"], model_kwargs["fc_sizes"]) == ([32, 64, 64], 512)
+    assert not model_kwargs.get("normalize_observation", False)
+    _, built_agent, built_algo = build_components(config)
+    assert built_algo.OptimCls is torch.optim.RMSprop
+    assert built_algo.optim_kwargs == dict(alpha=0.99, eps=1e-5)
+    assert built_agent.model_kwargs.get("orthogonal_init", True)
+    assert "Zoo" in ATARI_PRESETS["a2c"].source
+
+
 def test_random_frame_skip_ids_are_refused_with_the_alternatives():
     with pytest.raises(ValueError, match="PongNoFrameskip-v4.*ALE/Pong-v5"):
         atari_protocol("Pong-v4")
