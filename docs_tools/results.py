@@ -382,12 +382,18 @@ def verdict_text(results: Path, row: Row, measured: Measured) -> str:
     return f"**below** (< {bar:g}{why})"
 
 
+def seeds_text(mean: float, spread: float, n: int, digits: int = 1) -> str:
+    """``mean ± spread (n seeds)``; one seed has no spread to show."""
+    if n == 1:
+        return f"{mean:.{digits}f} (1 seed)"
+    return f"{mean:.{digits}f} ± {spread:.{digits}f} ({n} seeds)"
+
+
 def ours_text(measured: Measured, digits: int = 1) -> str:
     if not measured.values:
         return "not run yet"
-    mean, std = mean_std(measured.values)
     n = len(measured.values)
-    text = f"{mean:.{digits}f} ± {std:.{digits}f} ({n} seed{'s' * (n > 1)})"
+    text = seeds_text(*mean_std(measured.values), n, digits)
     short = measured.found - n
     return text + (f"; {short} more run{'s' * (short > 1)} short of the budget" if short else "")
 
@@ -511,7 +517,7 @@ def minatar_cell(results: Path, game: str, frames: int) -> str:
     lines = [head]
     if values:
         mean, sem = paper.mean_sem(values)
-        lines.append(f"ours {mean:.2f} ± {sem:.2f} ({len(values)} seed{'s' * (len(values) > 1)})")
+        lines.append("ours " + seeds_text(mean, sem, len(values), digits=2))
     if point is not None:
         lines.append(f"paper {point.value:.2f} ± {point.reading_err:.2f}")
     return "<br>".join(lines)
@@ -574,7 +580,7 @@ def c51_cell(results: Path, game: str, frames: int) -> str:
     point = paper.paper_point(game, frames)
     mean, sem = paper.mean_sem(values)
     lines = [f"**{paper.verdict(values, point)}**",
-             f"C51 {mean:.2f} ± {sem:.2f} ({len(values)} seed{'s' * (len(values) > 1)})"]
+             "C51 " + seeds_text(mean, sem, len(values), digits=2)]
     if dqn:
         lines.append("our DQN {:.2f} ± {:.2f}".format(*paper.mean_sem(dqn)))
     if point is not None:
@@ -625,7 +631,7 @@ def reach_text(reach: tts.Reach | None, end: tts.RunEnd) -> str:
 
 def score_lines(results: Path, game: tts.ScoreGame, contender: tts.ScoreRuns) -> list[str]:
     """One table line per run of ``contender`` (one saying none, without runs)."""
-    runs = runs_of(results, f"{contender.folder}/run_*")
+    runs = contender.runs(results)
     if not runs:
         return [f"| {contender.label} | {contender.task} | not run yet |"
                 + " |" * len(game.milestones)]
@@ -659,7 +665,7 @@ def time_to_score_table(results: Path, game: tts.ScoreGame = tts.PONG) -> str:
              "mean whole-game score of the latest 100 games reaches it; rows are the runs' "
              "log intervals apart), on this 2-core machine, one run at a time:")
     blocks = [intro, "\n".join(lines), "\n".join(commands)]
-    if any(runs_of(results, f"{c.folder}/run_*") for c in game.contenders):
+    if any(c.runs(results) for c in game.contenders):
         blocks.append(figure_line(game.plot, f"{game.name}: score against wall time"))
     return "\n\n".join(blocks)
 
@@ -674,7 +680,7 @@ def plot_time_to_score(results: Path, out: Path, game: tts.ScoreGame = tts.PONG)
     fig, ax = plt.subplots(figsize=(5.6, 3.8))
     drawn = False
     for i, contender in enumerate(game.contenders):
-        for j, run in enumerate(runs_of(results, f"{contender.folder}/run_*")):
+        for j, run in enumerate(contender.runs(results)):
             rows = tts.read_rows(run)
             points = [(float(r[tts.TIME_COLUMN]) / 3600, tts.score_of(r, contender.column))
                       for r in rows]

@@ -35,6 +35,10 @@ class ScoreRuns:
     frames_per_step: int
     command: str  # Shown in backticks unless it points elsewhere ("the command of ...").
 
+    def runs(self, results: Path) -> list[Path]:
+        """The committed run folders (``run_<seed>`` with a progress.csv) under ``results``."""
+        return sorted(p.parent for p in (results / self.folder).glob("run_*/progress.csv"))
+
 
 @dataclass(frozen=True)
 class Reach:

@@ -65,6 +65,12 @@ def test_mean_at_published_mean_less_one_std_is_reached(tmp_results):
     assert "90.0 ± 7.1 (2 seeds)" in line
 
 
+def test_one_seed_shows_no_spread(tmp_results):
+    toy_runs(tmp_results, [95.0])
+    line = results.task_line(tmp_results, toy_row(TOY_PUBLISHED))
+    assert "95.0 (1 seed)" in line and "±" not in line.split("|")[4]
+
+
 def test_mean_just_under_the_bar_is_below(tmp_results):
     toy_runs(tmp_results, [85.0, 94.8])
     assert "**below** (< 90" in results.task_line(tmp_results, toy_row(TOY_PUBLISHED))

@@ -32,16 +32,12 @@ import peers  # noqa: E402
 import time_to_score as tts  # noqa: E402
 
 
-def runs(results: Path, contender: tts.ScoreRuns) -> list[Path]:
-    return sorted(p.parent for p in (results / contender.folder).glob("run_*/progress.csv"))
-
-
 def peer_cap(results: Path, factor: float, game: tts.ScoreGame = tts.PONG) -> float:
     """Seconds the peer may run: ``factor`` times our slowest time to the game's last
     milestone, or our longest run where none reached it."""
     ours = game.ours
     times, ends = [], []
-    for run in runs(results, ours):
+    for run in ours.runs(results):
         rows = tts.read_rows(run)
         reach = tts.first_reach(rows, ours.column, game.goal, ours.frames_per_step)
         end = tts.run_end(rows, ours.column, ours.frames_per_step)
@@ -62,7 +58,7 @@ def report(results: Path, game: tts.ScoreGame = tts.PONG) -> None:
     """Each side's frames and wall time to each milestone, and the wall-time ratio."""
     best = {}
     for contender in game.contenders:
-        for run in runs(results, contender):
+        for run in contender.runs(results):
             rows = tts.read_rows(run)
             cells = []
             for score in game.milestones:
