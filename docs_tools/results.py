@@ -207,6 +207,15 @@ ROWS: tuple[Row, ...] = (
             " --seed", " --sampler.eval_n_envs 0 --seed"),
         "a 10M-frame run holds both cores for about 40 minutes",
         seeds=(0, 1), frames_per_step=4, scale=Published("PongNoFrameskip-v4", "PPO", 10_000_000)),
+    Row("atari", "PongNoFrameskip-v4", "a2c", "A2C", 10_000_000, "GameScoreAverage",
+        ATARI_SCORE, Published("PongNoFrameskip-v4", "A2C (SB3 zoo)", 10_000_000),
+        train_command("a2c", "PongNoFrameskip-v4", "atari", 10_000_000).replace(
+            "rlpyt train", "rlpyt train --torch-threads 2").replace(
+            " --seed", " --sampler.eval_n_envs 0 --seed"),
+        "at the 700 agent steps a second this 2-core VM trains the zoo's A2C "
+        "(the Nature CNN's update on 80 frames takes most of it), a 10M-step run holds "
+        "both cores for about 4 hours, longer than a work session here",
+        seeds=(0, 1), frames_per_step=4),
     Row("atari", "PongNoFrameskip-v4", "impala", "IMPALA (`--runner async`)", 2_500_000,
         "GameScoreAverage", ATARI_SCORE, Target(18.0, "the target for 10M frames, not a "
                                                       "published run"),
@@ -351,7 +360,7 @@ def published_short(entry: dict[str, str]) -> str:
 
 def published_source(entry: dict[str, str]) -> str:
     """How the published value was measured and where it was read, for the notes."""
-    return (f"{entry['metric']}, {entry['spread_kind']} ({entry['seeds']} seeds); "
+    return (f"{entry['metric']}, {entry['spread_kind']} ({entry['seeds']} seed{'s' * (entry['seeds'] != '1')}); "
             f"source: {entry['source']}")
 
 
