@@ -35,7 +35,7 @@ MIN_PASSES, SEEDS = 2, range(3)
 SOLVED = EndOfRun(THRESHOLD)
 # algorithm: (step budget, extra flags)
 CASES = {
-    "cat_dqn": (150_000, []),
+    "cat_dqn": (150_000, ["--sampler.eval_max_trajectories", "64"]),
     "a2c": (300_000, ["--sampler.eval_max_trajectories", "64"]),
 }
 
