@@ -10,7 +10,7 @@ row (8 games) takes sampling time, so a run timed to a score turns it off
 (``--sampler.eval_n_envs 0``).
 
 A2C keeps its source's RMSprop.  The RMSprop of IMPALA and the DQN Nature paper is
-replaced by Adam, as classic rlpyt's Atari examples do (those presets' notes say why).
+replaced by Adam, as classic rlpyt's Atari examples do.
 """
 
 from __future__ import annotations
