@@ -118,6 +118,14 @@ def train_command(algo: str, env: str, family: str, n_steps: int | None = None) 
             f"--log-dir docs/results/{family}/{algo}/{task_folder(env)} --run-id $S")
 
 
+def atari_command(algo: str, env: str, n_steps: int, flags: str) -> str:
+    """An Atari row's command: ``flags`` (runner, sampler, threads) first, and no
+    evaluation games, which would take sampling time from a run timed to a score."""
+    return train_command(algo, env, "atari", n_steps).replace(
+        "rlpyt train", f"rlpyt train {flags}").replace(
+        " --seed", " --sampler.eval_n_envs 0 --seed")
+
+
 EVAL = "evaluation return (`ReturnAverage` of `rlpyt train`'s evaluation episodes)"
 DETERMINISTIC = ("deterministic evaluation return (`ReturnAverage` of `rlpyt train`'s "
                  "evaluation episodes, mean action)")
@@ -202,16 +210,12 @@ ROWS: tuple[Row, ...] = (
         train_command("dqn", POPGYM_TASK, "popgym"), POPGYM_REASON, digits=2),
     Row("atari", "PongNoFrameskip-v4", "ppo", "PPO", 2_500_000, "GameScoreAverage",
         ATARI_SCORE, Target(18.0, "the target for 10M frames, not a published run"),
-        train_command("ppo", "PongNoFrameskip-v4", "atari", 2_500_000).replace(
-            "rlpyt train", "rlpyt train --sampler-type cpu").replace(
-            " --seed", " --sampler.eval_n_envs 0 --seed"),
+        atari_command("ppo", "PongNoFrameskip-v4", 2_500_000, "--sampler-type cpu"),
         "a 10M-frame run holds both cores for about 40 minutes",
         seeds=(0, 1), frames_per_step=4, scale=Published("PongNoFrameskip-v4", "PPO", 10_000_000)),
     Row("atari", "PongNoFrameskip-v4", "a2c", "A2C", 10_000_000, "GameScoreAverage",
         ATARI_SCORE, Published("PongNoFrameskip-v4", "A2C (SB3 zoo)", 10_000_000),
-        train_command("a2c", "PongNoFrameskip-v4", "atari", 10_000_000).replace(
-            "rlpyt train", "rlpyt train --torch-threads 2").replace(
-            " --seed", " --sampler.eval_n_envs 0 --seed"),
+        atari_command("a2c", "PongNoFrameskip-v4", 10_000_000, "--torch-threads 2"),
         "at the 700 agent steps a second this 2-core VM trains the zoo's A2C "
         "(the Nature CNN's update on 80 frames takes most of it), a 10M-step run holds "
         "both cores for about 4 hours, longer than a work session here",
@@ -219,9 +223,8 @@ ROWS: tuple[Row, ...] = (
     Row("atari", "PongNoFrameskip-v4", "impala", "IMPALA (`--runner async`)", 2_500_000,
         "GameScoreAverage", ATARI_SCORE, Target(18.0, "the target for 10M frames, not a "
                                                       "published run"),
-        train_command("impala", "PongNoFrameskip-v4", "atari", 2_500_000).replace(
-            "rlpyt train", "rlpyt train --runner async --sampler-type cpu --torch-threads 1"
-        ).replace(" --seed", " --sampler.eval_n_envs 0 --seed"),
+        atari_command("impala", "PongNoFrameskip-v4", 2_500_000,
+                      "--runner async --sampler-type cpu --torch-threads 1"),
         "a 10M-frame run holds both cores for about 80 minutes on this VM",
         seeds=(0, 1), frames_per_step=4),
 )
@@ -360,8 +363,8 @@ def published_short(entry: dict[str, str]) -> str:
 
 def published_source(entry: dict[str, str]) -> str:
     """How the published value was measured and where it was read, for the notes."""
-    return (f"{entry['metric']}, {entry['spread_kind']} ({entry['seeds']} seed{'s' * (entry['seeds'] != '1')}); "
-            f"source: {entry['source']}")
+    seeds = f"{entry['seeds']} seed{'s' * (entry['seeds'] != '1')}"
+    return f"{entry['metric']}, {entry['spread_kind']} ({seeds}); source: {entry['source']}"
 
 
 def reference_text(results: Path, row: Row) -> str:
