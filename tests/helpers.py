@@ -170,22 +170,30 @@ def write_score_run(run, rows) -> None:
         writer.writerows(rows)
 
 
+def train_config(*argv: str) -> dict:
+    """The config ``rlpyt train *argv`` builds (preset values with the flags applied)."""
+    import argparse
+
+    from rlpyt.cli.train import add_train_parser, build_config
+
+    parser = argparse.ArgumentParser()
+    add_train_parser(parser.add_subparsers())
+    args, extra = parser.parse_known_args(["train", *argv])
+    return build_config(args, extra)
+
+
 def train_preset(flags: list[str], seed: int, n_steps: int, end_of_run: EndOfRun, log_dir,
                  log_interval_steps: int, name: str) -> list:
     """Train ``rlpyt train``'s preset for ``flags`` (``["--algo", "dqn", "--env", ...]``)
     as a launch script gets it, with ``seed``, until ``end_of_run``; prints the CPU time
     and returns the run's ``eval_history``."""
-    import argparse
     import contextlib
     import io
     import time
 
-    from rlpyt.cli.train import add_train_parser, build_components, build_config
+    from rlpyt.cli.train import build_components
 
-    parser = argparse.ArgumentParser()
-    add_train_parser(parser.add_subparsers())
-    args, extra = parser.parse_known_args(["train", *flags, "--seed", str(seed)])
-    sampler, agent, algorithm = build_components(build_config(args, extra))
+    sampler, agent, algorithm = build_components(train_config(*flags, "--seed", str(seed)))
     start = time.process_time()
     with contextlib.redirect_stdout(io.StringIO()):
         summary = train_until(algorithm, agent, sampler, n_steps, seed, end_of_run, log_dir,

@@ -8,6 +8,7 @@ import re
 
 import numpy as np
 import pytest
+from helpers import train_config
 
 pytest.importorskip("ale_py")
 
@@ -58,17 +59,11 @@ def test_a2c_preset_is_the_zoos_atari_a2c():
     A2C defaults (RMSprop 7e-4 with alpha 0.99 and eps 1e-5, GAE lambda 1, no advantage
     normalization, clip 0.5) with 16 envs of 5 steps, entropy 0.01 and vf_coef 0.25 on
     the mean squared error; the Nature CNN (CnnPolicy) on pixels scaled by 1/255."""
-    import argparse
-
     import torch
 
-    from rlpyt.cli.train import add_train_parser, build_components, build_config
+    from rlpyt.cli.train import build_components
 
-    parser = argparse.ArgumentParser()
-    add_train_parser(parser.add_subparsers())
-    args, extra = parser.parse_known_args(["train", "--algo", "a2c", "--env",
-                                           "PongNoFrameskip-v4"])
-    config = build_config(args, extra)
+    config = train_config("--algo", "a2c", "--env", "PongNoFrameskip-v4")
     algo, agent, sampler = config["algo"], config["agent"], config["sampler"]
     assert (algo["learning_rate"], algo["discount"], algo["gae_lambda"],
             algo["entropy_loss_coeff"], algo["clip_grad_norm"]) == (7e-4, 0.99, 1.0, 0.01, 0.5)

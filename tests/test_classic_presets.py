@@ -3,23 +3,15 @@ protocol of the tasks their published figures are measured on."""
 
 from __future__ import annotations
 
-import argparse
-
 import gymnasium as gym
 import numpy as np
 import pytest
+from helpers import train_config
 
 from rlpyt.cli.presets import PRESETS
 from rlpyt.cli.presets.classic import CLEANRL_CLASSIC_ENVS
-from rlpyt.cli.train import add_train_parser, build_components, build_config
+from rlpyt.cli.train import build_components
 from rlpyt.envs.gym import make
-
-
-def _config(*argv: str) -> dict:
-    parser = argparse.ArgumentParser()
-    add_train_parser(parser.add_subparsers())
-    args, extra = parser.parse_known_args(["train", *argv])
-    return build_config(args, extra)
 
 
 # cleanrl/dqn.py and cleanrl/c51.py: learning_rate 2.5e-4, buffer_size 10000, gamma 0.99,
@@ -29,7 +21,7 @@ def _config(*argv: str) -> dict:
 @pytest.mark.parametrize("env_id", ["Acrobot-v1", "MountainCar-v0"])
 @pytest.mark.parametrize("algo", ["dqn", "cat_dqn"])
 def test_dqn_presets_take_cleanrls_classic_control_settings(algo, env_id):
-    config = _config("--algo", algo, "--env", env_id)
+    config = train_config("--algo", algo, "--env", env_id)
     a, agent, sampler = config["algo"], config["agent"], config["sampler"]
     env_steps_per_update = a["batch_size"] / a["replay_ratio"]  # replay ratio's definition
     assert env_steps_per_update == pytest.approx(10)
@@ -50,7 +42,7 @@ def test_dqn_presets_take_cleanrls_classic_control_settings(algo, env_id):
 
 
 def test_cartpole_keeps_the_tuned_preset_and_the_start_line_names_each_source(capsys):
-    assert _config("--algo", "dqn", "--env", "CartPole-v1")["algo"] == \
+    assert train_config("--algo", "dqn", "--env", "CartPole-v1")["algo"] == \
         PRESETS["dqn"].algo_kwargs
     for name in CLEANRL_CLASSIC_ENVS:
         assert "CleanRL" in PRESETS["dqn"].source_for(f"{name}-v1")

@@ -3,24 +3,16 @@ start of the run, with the per-env values of their source."""
 
 from __future__ import annotations
 
-import argparse
 import csv
 
 import pytest
 import torch
+from helpers import train_config
 
 pytest.importorskip("mujoco")
 
 from rlpyt.cli import main  # noqa: E402
 from rlpyt.cli.presets import MUJOCO_PRESETS, PRESETS, env_family, preset_for  # noqa: E402
-from rlpyt.cli.train import add_train_parser, build_config  # noqa: E402
-
-
-def _config(*argv: str) -> dict:
-    parser = argparse.ArgumentParser()
-    add_train_parser(parser.add_subparsers())
-    args, extra = parser.parse_known_args(["train", *argv])
-    return build_config(args, extra)
 
 
 @pytest.mark.parametrize("env_id", ["HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Ant-v5",
@@ -33,7 +25,7 @@ def test_mujoco_ids_get_the_mujoco_presets(env_id):
 
 
 def test_sac_preset_is_tianshous_benchmark():
-    config = _config("--algo", "sac", "--env", "HalfCheetah-v5")
+    config = train_config("--algo", "sac", "--env", "HalfCheetah-v5")
     algo, agent = config["algo"], config["agent"]
     assert (algo["learning_rate"], algo["fixed_alpha"], algo["batch_size"],
             algo["min_steps_learn"]) == (1e-3, 0.2, 256, 10_000)
@@ -47,7 +39,7 @@ def test_ppo_preset_is_cleanrls_continuous_ppo():
     """ppo_continuous_action.py: its model (linear mean, orthogonal init), clipped value
     loss with the fixed clip, Adam epsilon 1e-5; its reward scaling as return
     normalization."""
-    config = _config("--algo", "ppo", "--env", "Hopper-v5")
+    config = train_config("--algo", "ppo", "--env", "Hopper-v5")
     algo, agent = config["algo"], config["agent"]
     assert config["agent_class"] == "rlpyt.agents.pg.gaussian:GaussianPgAgent"
     assert (algo["ratio_clip"], algo["anneal_ratio_clip"], algo["clip_vf_loss"],
@@ -61,8 +53,8 @@ def test_td3_random_start_is_the_papers_per_env():
     """The TD3 paper: 10k random steps on HalfCheetah and Ant, 1k elsewhere."""
     for env_id, start in [("HalfCheetah-v5", 10_000), ("Ant-v5", 10_000), ("Hopper-v5", 1_000),
                           ("Walker2d-v4", 1_000)]:
-        assert _config("--algo", "td3", "--env", env_id)["algo"]["min_steps_learn"] == start
-    td3 = _config("--algo", "td3", "--env", "Hopper-v5")
+        assert train_config("--algo", "td3", "--env", env_id)["algo"]["min_steps_learn"] == start
+    td3 = train_config("--algo", "td3", "--env", "Hopper-v5")
     assert td3["agent"]["model_kwargs"]["hidden_sizes"] == [400, 300]
     assert (td3["algo"]["batch_size"], td3["algo"]["learning_rate"]) == (100, 1e-3)
 
@@ -72,7 +64,7 @@ def test_ddpg_preset_is_tianshous_benchmark():
     one update per env step, tau 0.005, N(0, 0.1) exploration, 25k random steps on every
     task, one-step targets, policy and targets updated every step."""
     for env_id in ("HalfCheetah-v5", "Hopper-v5"):
-        config = _config("--algo", "ddpg", "--env", env_id)
+        config = train_config("--algo", "ddpg", "--env", env_id)
         algo, agent = config["algo"], config["agent"]
         assert (algo["learning_rate"], algo["q_learning_rate"], algo["batch_size"],
                 algo["replay_ratio"], algo["min_steps_learn"], algo["target_update_tau"],
@@ -93,7 +85,7 @@ def test_a2c_preset_is_the_zoos_mujoco_a2c():
     mean action."""
     from rlpyt.cli.train import build_components
 
-    config = _config("--algo", "a2c", "--env", "HalfCheetah-v5")
+    config = train_config("--algo", "a2c", "--env", "HalfCheetah-v5")
     algo, agent, sampler = config["algo"], config["agent"], config["sampler"]
     assert (algo["learning_rate"], algo["discount"], algo["gae_lambda"],
             algo["entropy_loss_coeff"], algo["clip_grad_norm"]) == (7e-4, 0.99, 1.0, 0.0, 0.5)
@@ -111,7 +103,7 @@ def test_a2c_preset_is_the_zoos_mujoco_a2c():
 
 
 def test_a_flag_still_wins_over_the_per_env_value():
-    config = _config("--algo", "td3", "--env", "HalfCheetah-v5", "--algo.min_steps_learn", "500")
+    config = train_config("--algo", "td3", "--env", "HalfCheetah-v5", "--algo.min_steps_learn", "500")
     assert config["algo"]["min_steps_learn"] == 500
 
 
