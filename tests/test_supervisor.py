@@ -390,6 +390,29 @@ def test_a_signal_inside_an_import_is_raised_once_the_import_is_over(tmp_path):
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
 
 
+def test_a_signal_held_back_by_an_import_is_raised_once_by_raise_if_stopped(tmp_path):
+    """A training loop's ``raise_if_stopped`` may come before the redelivery: the signal
+    it raises is not raised a second time, later, in the stop it began (where it would
+    cut the children's stop in two)."""
+    import sys
+
+    from rlpyt.utils.supervisor import (
+        PENDING_SIGNAL_POLL_S,
+        SignalInterrupt,
+        interrupt_on_signals,
+        raise_if_stopped,
+    )
+
+    with interrupt_on_signals(signal.SIGTERM):
+        with pytest.raises(SignalInterrupt):
+            _import_that_signals_itself(tmp_path, "_rlpyt_signals_before_a_poll", 0.0)
+            raise_if_stopped()  # (at once: before the redelivering thread's next poll)
+        end = time.monotonic() + 20 * PENDING_SIGNAL_POLL_S
+        while time.monotonic() < end:  # bytecodes, where a redelivery would raise
+            pass
+    assert sys.modules.pop("_rlpyt_signals_before_a_poll").done
+
+
 def test_a_signal_in_the_last_import_of_a_block_is_raised_as_the_block_ends(tmp_path):
     import sys
 
@@ -425,6 +448,21 @@ def test_a_signal_while_signals_are_held_is_raised_as_the_hold_ends():
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
     child.kill()
     child.join(5)
+
+
+def test_a_signal_during_stop_processes_is_raised_once_the_children_are_gone():
+    """A second Ctrl-C while the first one's stop runs: every child is still reaped."""
+    from rlpyt.utils.supervisor import SignalInterrupt, interrupt_on_signals
+
+    ready = ctx.Event()
+    proc = ctx.Process(target=_ignores_sigterm, args=(ready,))
+    proc.start()
+    assert ready.wait(10)
+    with interrupt_on_signals(signal.SIGTERM):
+        with pytest.raises(SignalInterrupt):
+            stop_processes([proc], QUICK, request_stop=lambda: os.kill(os.getpid(),
+                                                                         signal.SIGTERM))
+    assert proc.exitcode == -signal.SIGKILL
 
 
 def test_ctrl_c_waits_for_the_iteration_under_the_command_lines_handlers():

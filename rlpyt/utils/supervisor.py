@@ -399,21 +399,26 @@ def stop_processes(processes: list, times: StopTimes, request_stop=None, hung=()
     own stop request), ``times.join_s`` to leave on their own, then SIGTERM and
     ``times.terminate_s``, then SIGKILL; all reaped, and every descendant they had before the
     request killed (an env's own subprocess would outlive its worker).  ``hung``:
-    children that cannot see a request (stuck in native code), sent SIGTERM at once."""
+    children that cannot see a request (stuck in native code), sent SIGTERM at once.
+
+    A stop signal that lands meanwhile (a second Ctrl-C) is raised once every child is
+    gone (``stop_signals_held``): a stop cut in two would leave children running, and
+    the interpreter's exit waits for them forever."""
     processes = [p for p in processes if p is not None]
-    descendants = child_processes(processes)
-    if request_stop is not None:
-        request_stop()
-    for proc in hung:
-        if proc.is_alive():
-            proc.terminate()
-    join_all(processes, times.join_s)
-    for proc in processes:
-        if proc.is_alive():
-            proc.terminate()
-    join_all(processes, times.terminate_s)
-    kill_processes(processes)
-    kill_psutil_processes(descendants, timeout=KILL_REAP_S)
+    with stop_signals_held():
+        descendants = child_processes(processes)
+        if request_stop is not None:
+            request_stop()
+        for proc in hung:
+            if proc.is_alive():
+                proc.terminate()
+        join_all(processes, times.join_s)
+        for proc in processes:
+            if proc.is_alive():
+                proc.terminate()
+        join_all(processes, times.terminate_s)
+        kill_processes(processes)
+        kill_psutil_processes(descendants, timeout=KILL_REAP_S)
 
 
 def kill_processes(processes: list) -> None:
@@ -598,16 +603,18 @@ def stop_signals_held() -> Iterator[None]:
     """Within the block, a stop signal of ``interrupt_on_signals`` waits, and is raised
     as the block ends: for steps that must not be cut in two, such as starting a child
     process and recording it (a parent interrupted inside ``Process.start`` leaves a
-    child it does not know of, and Python code that runs at a fork cannot raise)."""
-    global _held, _pending_signal
+    child it does not know of, and Python code that runs at a fork cannot raise), or
+    stopping children (``stop_processes``)."""
+    global _held
     _held += 1
     try:
         yield
     finally:
         _held -= 1
-    if _held == 0 and _pending_signal is not None:
-        signum, _pending_signal = _pending_signal, None
-        raise SignalInterrupt(signum)
+    if _held == 0:
+        signum = _take_pending()
+        if signum is not None:
+            raise SignalInterrupt(signum)
 
 
 def _reset_in_child() -> None:
@@ -650,12 +657,20 @@ def _deliver_pending(signum: int) -> None:
             _thread.interrupt_main(signum)
 
 
+def _take_pending() -> int | None:
+    """Clears the signal held back (by an import or a hold) and returns it: the caller
+    raises it, and the redelivering thread stops, its last call (if any) a no-op."""
+    global _pending_signal
+    with _pending_lock:  # (atomic with the redelivering thread's check and call)
+        pending, _pending_signal = _pending_signal, None
+    return pending
+
+
 def _end_block(previous: dict, outer: int | None) -> int | None:
     """Restores the handlers a block replaced; returns a signal still held back."""
-    global _stop_signal, _pending_signal
+    global _stop_signal
     try:
-        with _pending_lock:  # No redelivery reaches the handlers restored below.
-            pending, _pending_signal = _pending_signal, None
+        pending = _take_pending()  # No redelivery reaches the handlers restored below.
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
@@ -695,8 +710,10 @@ def interrupt_on_stop_signals():
 def raise_if_stopped() -> None:
     """Raise ``SignalInterrupt`` again for a SIGTERM whose first one was swallowed where
     it landed (``interrupt_on_sigterm``); the training loops call it once an iteration,
-    where an exception always propagates."""
+    where an exception always propagates.  A signal still held back by an import is
+    raised here too, and so is not raised a second time later (in the stop it began)."""
     if _stop_signal is not None:
+        _take_pending()
         raise SignalInterrupt(_stop_signal)
 
 
