@@ -72,9 +72,9 @@ SF_APPO_PONG = ScoreRuns("Sample Factory 2.1.1 APPO (its Atari defaults)", "Pong
 PPO_BREAKOUT = ScoreRuns(
     "rlpyt PPO (the `ppo` preset, 10M frames)", "BreakoutNoFrameskip-v4",
     "atari/ppo/BreakoutNoFrameskip-v4", "GameScoreAverage", 4,
-    "rlpyt train --algo ppo --env BreakoutNoFrameskip-v4 --runner.n_steps 2500000 "
-    "--sampler.eval_n_envs 0 --seed 0 --run-id 0 --log-dir docs/results/atari/ppo/"
-    "BreakoutNoFrameskip-v4")
+    "for S in 0 1; do rlpyt train --sampler-type cpu --algo ppo --env BreakoutNoFrameskip-v4 "
+    "--n-steps 2500000 --sampler.eval_n_envs 0 --seed $S --log-dir "
+    "docs/results/atari/ppo/BreakoutNoFrameskip-v4 --run-id $S; done")
 SF_APPO_BREAKOUT = ScoreRuns(
     "Sample Factory 2.1.1 APPO (its Atari defaults)", "BreakoutNoFrameskip-v4",
     "atari/sample-factory-appo/BreakoutNoFrameskip-v4", "GameScoreAverage", 4,
