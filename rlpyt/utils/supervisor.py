@@ -604,8 +604,12 @@ def stop_signals_held() -> Iterator[None]:
     as the block ends: for steps that must not be cut in two, such as starting a child
     process and recording it (a parent interrupted inside ``Process.start`` leaves a
     child it does not know of, and Python code that runs at a fork cannot raise), or
-    stopping children (``stop_processes``)."""
+    stopping children (``stop_processes``).  Outside the main thread, where no signal
+    handler runs, it changes nothing."""
     global _held
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
     _held += 1
     try:
         yield
