@@ -588,7 +588,10 @@ def _raise_outside_imports(signum, frame) -> None:
             threading.Thread(target=_deliver_pending, args=(signum,), daemon=True,
                              name="rlpyt-signal-after-import").start()
         return
-    _pending_signal = None  # (the main thread alone writes it)
+    # Not _take_pending: this handler can run inside its locked block (the main thread
+    # holds the lock there), and the lock is not re-entrant.  The main thread alone
+    # writes the variable; the redelivering thread only reads it.
+    _pending_signal = None
     raise SignalInterrupt(signum)
 
 
