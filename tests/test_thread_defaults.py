@@ -2,7 +2,8 @@
 
 A launch script that passes no affinity must train at the thread count ``rlpyt train``
 uses (one), not torch's default of one thread per core.  Training also flushes
-denormals (``rlpyt.utils.process.flush_denormals``).
+denormals (``rlpyt.utils.process.flush_denormals``) and keeps freed memory for reuse
+(``rlpyt.utils.malloc``, where malloc is glibc's).
 """
 
 import torch
@@ -13,6 +14,7 @@ from rlpyt.envs.gym import make
 from rlpyt.runners.base import DEFAULT_TORCH_THREADS, training_torch_threads
 from rlpyt.runners.minibatch_rl import MinibatchRl
 from rlpyt.samplers.serial.sampler import SerialSampler
+from rlpyt.utils.malloc import _glibc, freed_memory_kept
 
 
 class ThreadRecordingPPO(PPO):
@@ -21,6 +23,7 @@ class ThreadRecordingPPO(PPO):
     def optimize_agent(self, itr, samples=None, sampler_itr=None):
         self.seen_threads.append(torch.get_num_threads())
         self.seen_flushing.append(denormals_flushed())
+        self.seen_keeping.append(freed_memory_kept())
         return super().optimize_agent(itr, samples, sampler_itr)
 
 
@@ -34,7 +37,7 @@ def _threads_during_training(affinity):
     sampler = SerialSampler(EnvCls=make, env_kwargs=dict(id="CartPole-v1"), batch_T=16,
                             batch_B=2, max_decorrelation_steps=0)
     algo = ThreadRecordingPPO(epochs=1, minibatches=1)
-    algo.seen_threads, algo.seen_flushing = [], []
+    algo.seen_threads, algo.seen_flushing, algo.seen_keeping = [], [], []
     runner = MinibatchRl(algo=algo, agent=CategoricalPgAgent(model_kwargs=dict(hidden_sizes=[8])),
                          sampler=sampler, n_steps=64, seed=0, affinity=affinity,
                          log_interval_steps=64)
@@ -45,6 +48,8 @@ def _threads_during_training(affinity):
         runner.train()
         assert algo.seen_flushing and all(algo.seen_flushing)  # see flush_denormals
         assert not denormals_flushed()  # the setting from before, restored at shutdown
+        assert algo.seen_keeping and all(algo.seen_keeping) == (_glibc() is not None)
+        assert not freed_memory_kept()  # glibc's start values again
         return algo.seen_threads
     finally:
         torch.set_num_threads(before)

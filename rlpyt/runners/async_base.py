@@ -21,6 +21,7 @@ from rlpyt.runners.run_core import RunnerCore
 from rlpyt.samplers.async_.base import AsyncSamplerBase
 from rlpyt.samplers.async_.control_block import ThrottleSpec
 from rlpyt.utils.logging import logger
+from rlpyt.utils.malloc import keep_freed_memory
 from rlpyt.utils.process import flush_denormals, granted_cpus
 from rlpyt.utils.supervisor import raise_if_stopped
 
@@ -139,6 +140,7 @@ class AsyncRlBase(RunnerCore):
         apply_affinity(optimizer_affinity.get("cpus"), threads,
                        optimizer_affinity.get("set_affinity", True))
         self._denormals_were_flushed = flush_denormals()  # restored at shutdown
+        self._freed_memory_was_kept = keep_freed_memory()  # likewise (rlpyt.utils.malloc)
         self.agent.to_device(optimizer_affinity.get("cuda_idx"))  # After forking (CUDA).
         self.algo.optim_initialize(rank=0)
         if resume is not None:
@@ -355,4 +357,4 @@ class AsyncRlBase(RunnerCore):
     def shutdown(self):
         self.diagnostics.stop()
         self.processes.stop()
-        self._restore_denormals()
+        self._restore_process_settings()

@@ -20,6 +20,7 @@ from rlpyt.runners.diagnostics import TIME_KEYS
 from rlpyt.runners.run_core import RunnerCore
 from rlpyt.utils.interrupt import DeferredInterrupt
 from rlpyt.utils.logging import logger
+from rlpyt.utils.malloc import keep_freed_memory
 from rlpyt.utils.process import flush_denormals
 from rlpyt.utils.supervisor import raise_if_stopped
 
@@ -108,6 +109,7 @@ class MinibatchRlBase(RunnerCore):
         threads, why = training_torch_threads(self.affinity.get("master_torch_threads"), cpus)
         apply_affinity(cpus, threads, self.affinity.get("set_affinity", True))
         self._denormals_were_flushed = flush_denormals()  # restored at shutdown
+        self._freed_memory_was_kept = keep_freed_memory()  # likewise (rlpyt.utils.malloc)
         if self.rank == 0:
             logger.log(f"torch threads: {threads} ({why}; set affinity="
                        f"dict(master_torch_threads=N) to change)")
@@ -147,7 +149,7 @@ class MinibatchRlBase(RunnerCore):
     def shutdown(self):
         self.diagnostics.stop()
         self.sampler.shutdown()
-        self._restore_denormals()
+        self._restore_process_settings()
 
     def _resume_or_begin(self) -> int:
         """After ``startup``: load the checkpoint being resumed, or make the start's

@@ -19,6 +19,7 @@ from rlpyt.runners.diagnostics import RunDiagnostics
 from rlpyt.runners.divergence import DivergenceGuard
 from rlpyt.runners.preflight import check_before_start
 from rlpyt.utils.logging import logger
+from rlpyt.utils.malloc import keep_freed_memory
 from rlpyt.utils.process import flush_denormals
 from rlpyt.utils.seed import make_seed, set_seed
 
@@ -141,12 +142,17 @@ class RunnerCore(BaseRunner):
         self.guard.start(self.algo, self.agent, self.itr_batch_size)
         logger.log(self.start_line())
 
-    def _restore_denormals(self) -> None:
-        """The process's denormal setting from before ``startup`` (``flush_denormals``)."""
+    def _restore_process_settings(self) -> None:
+        """The training process's settings from before ``startup``: denormals
+        (``flush_denormals``) and malloc (``keep_freed_memory``)."""
         before = getattr(self, "_denormals_were_flushed", None)
         if before is not None:
             flush_denormals(before)
             self._denormals_were_flushed = None
+        before = getattr(self, "_freed_memory_was_kept", None)
+        if before is not None:
+            keep_freed_memory(before)
+            self._freed_memory_was_kept = None
 
     # ---- snapshots -----------------------------------------------------------------
     def get_itr_snapshot(self, itr: int) -> dict:
