@@ -197,6 +197,32 @@ def test_running_mean_std_matches_numpy(batches):
     assert rms.count.item() == len(data)
 
 
+@FAST
+@given(st.lists(st.integers(1, 40), min_size=1, max_size=4), st.integers(0, 2**31 - 1))
+def test_running_mean_std_of_frames_matches_numpy(rows, seed):
+    """uint8 frames take their batch moments in float32: still float64's to 1e-6."""
+    gen = torch.Generator().manual_seed(seed)
+    rms = RunningMeanStdModel((2, 5, 5))
+    batches = [torch.randint(0, 256, (n, 2, 5, 5), dtype=torch.uint8, generator=gen)
+               for n in rows]
+    for batch in batches:
+        rms.update(batch)
+    data = torch.cat(batches).double().numpy()
+    np.testing.assert_allclose(rms.mean.numpy(), data.mean(0), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(rms.var.numpy(), data.var(0), rtol=1e-6, atol=1e-6)
+    assert rms.count.item() == len(data)
+
+
+def test_running_mean_std_ignores_an_empty_batch():
+    rms = RunningMeanStdModel((2,))
+    rms.update(torch.tensor([[1.0, 2.0], [3.0, 6.0]]))
+    state = {k: v.clone() for k, v in rms.state_dict().items()}
+    rms.update(torch.zeros(0, 2))
+    rms.update(torch.zeros(0, 2, dtype=torch.uint8))
+    for k, v in rms.state_dict().items():
+        assert torch.equal(v, state[k])
+
+
 def test_running_mean_std_forward_normalises_and_clips():
     rms = RunningMeanStdModel(3, min_var=1e-2, clip=2.0)
     x = torch.tensor([[0.0, 1.0, 5.0], [2.0, 3.0, 5.0]])

@@ -12,6 +12,21 @@ def _distributed_world() -> bool:
     return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
 
 
+def _all_reduced(count: torch.Tensor, mean: torch.Tensor, m2: torch.Tensor
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(count, mean, M2) of every replica's batch together: Chan et al.'s combination,
+    each replica's M2 moved to the global mean before it is summed."""
+    count_and_sum = torch.cat([count.reshape(1), (mean * count).reshape(-1)])
+    dist.all_reduce(count_and_sum)
+    total = count_and_sum[0]
+    if total.item() == 0:
+        return total, mean, m2
+    global_mean = count_and_sum[1:].reshape(mean.shape) / total
+    m2 = m2 + count * (mean - global_mean) ** 2
+    dist.all_reduce(m2)
+    return total, global_mean, m2
+
+
 class RunningMeanStdModel(torch.nn.Module):
     """Tracks the mean and (population) variance of every element of ``shape``.
 
@@ -22,7 +37,10 @@ class RunningMeanStdModel(torch.nn.Module):
     replicas must then call ``update`` together.  ``forward(x)`` returns the normalised
     ``(x - mean) / sqrt(max(var, min_var))``, clipped to ``[-clip, clip]`` if ``clip`` is set.
 
-    The statistics are float64 buffers (saved in ``state_dict``, moved by ``.to``).  Before
+    The statistics are float64 buffers (saved in ``state_dict``, moved by ``.to``).  A
+    batch's own moments are taken in float64 too, except for integer data (image frames),
+    whose moments are taken in float32 (its values are exact there) and then combined in
+    float64.  Before
     the first update the mean is 0 and the variance 1, so ``forward`` is the identity.
 
     Args:
@@ -71,21 +89,26 @@ class RunningMeanStdModel(torch.nn.Module):
                 f"RunningMeanStdModel.update expects x of shape [..., {self.shape}], "
                 f"got {tuple(x.shape)}"
             )
-        batch = x.reshape(-1, *self.shape).to(self.mean)
-        batch_count = torch.tensor(float(batch.shape[0]), dtype=torch.float64, device=batch.device)
-        batch_sum = batch.sum(dim=0)
+        # Integer data (image frames) is exact in float32, where its moments take half the
+        # memory traffic of float64's; floating data keeps float64, which costs nothing on
+        # an observation vector and keeps a feature with a large offset and a small spread.
+        dtype = torch.float64 if x.is_floating_point() else torch.float32
+        batch = x.reshape(-1, *self.shape).to(device=self.mean.device, dtype=dtype)
+        batch_count = torch.tensor(float(batch.shape[0]), dtype=torch.float64,
+                                   device=batch.device)
+        if batch.shape[0] > 0:
+            # Two passes: squared deviations from the batch mean are stable, unlike
+            # E[x^2] - E[x]^2, and faster than torch.var_mean's single pass.
+            mean = batch.mean(dim=0)
+            batch_m2 = ((batch - mean) ** 2).sum(dim=0).to(torch.float64)
+            batch_mean = mean.to(torch.float64)
+        else:  # A replica with no data still joins the all-reduces below.
+            batch_mean = torch.zeros_like(self.mean)
+            batch_m2 = torch.zeros_like(self.mean)
         if _distributed_world():
-            count_and_sum = torch.cat([batch_count.reshape(1), batch_sum.reshape(-1)])
-            dist.all_reduce(count_and_sum)
-            batch_count = count_and_sum[0]
-            batch_sum = count_and_sum[1:].reshape(self.shape)
+            batch_count, batch_mean, batch_m2 = _all_reduced(batch_count, batch_mean, batch_m2)
         if batch_count.item() == 0:
             return
-        batch_mean = batch_sum / batch_count
-        # Squared deviations from the (global) batch mean: stable, unlike E[x^2] - E[x]^2.
-        batch_m2 = ((batch - batch_mean) ** 2).sum(dim=0)
-        if _distributed_world():
-            dist.all_reduce(batch_m2)
         self._combine(batch_count, batch_mean, batch_m2)
 
     def _combine(
