@@ -59,10 +59,12 @@ PPO_PONG = ScoreRuns("rlpyt PPO (the `ppo` preset)", "PongNoFrameskip-v4",
                      "atari/ppo/PongNoFrameskip-v4", "GameScoreAverage", 4,
                      "the command of the table above")
 APPO_PONG = ScoreRuns(
-    "rlpyt APPO (the `appo` preset, asynchronous, 4M frames)", "PongNoFrameskip-v4",
-    "atari/appo/PongNoFrameskip-v4", "GameScoreAverage", 4,
-    "rlpyt train --algo appo --env PongNoFrameskip-v4 --runner async --sampler-type serial "
-    "--torch-threads 1 --runner.n_steps 1000000 --sampler.eval_n_envs 0 --seed 0")
+    "rlpyt APPO (the `appo` preset, asynchronous; run 0: 4M frames, run 1: 6M)",
+    "PongNoFrameskip-v4", "atari/appo/PongNoFrameskip-v4", "GameScoreAverage", 4,
+    "for RUN in 0:1000000 1:1500000; do rlpyt train --algo appo --env PongNoFrameskip-v4 "
+    "--runner async --sampler-type serial --torch-threads 1 --n-steps ${RUN#*:} "
+    "--sampler.eval_n_envs 0 --seed 0 --log-dir docs/results/atari/appo/PongNoFrameskip-v4 "
+    "--run-id ${RUN%:*}; done")
 IMPALA_PONG = ScoreRuns("rlpyt IMPALA (the `impala` preset, asynchronous)", "PongNoFrameskip-v4",
                         "atari/impala/PongNoFrameskip-v4", "GameScoreAverage", 4,
                         "the command of the table above")
