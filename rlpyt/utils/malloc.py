@@ -5,7 +5,7 @@ own rules) from a fresh ``mmap`` and hands it back to the kernel on ``free``.  A
 training step allocates and frees many such blocks: an Atari minibatch of 256 frames is
 29 MiB once converted to float32, and its activations and gradients as much again.
 Every page of a fresh mapping faults on first touch and is zeroed by the kernel, so a
-PPO learner on Pong spent about a quarter of its CPU time in system time, servicing
+PPO learner on Atari spent about a quarter of its CPU time in system time, servicing
 some 170,000 page faults a second (docs/notes/malloc.md).  With the thresholds raised,
 freed blocks stay in the heap and the next step reuses them: the same step faults
 almost never.
