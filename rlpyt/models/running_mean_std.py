@@ -40,8 +40,8 @@ class RunningMeanStdModel(torch.nn.Module):
     The statistics are float64 buffers (saved in ``state_dict``, moved by ``.to``).  A
     batch's own moments are taken in float64 too, except for integer data (image frames),
     whose moments are taken in float32 (its values are exact there) and then combined in
-    float64.  Before
-    the first update the mean is 0 and the variance 1, so ``forward`` is the identity.
+    float64.  Before the first update the mean is 0 and the variance 1, so ``forward`` is
+    the identity.
 
     Args:
         shape: shape of one data point (e.g. an observation).
