@@ -25,7 +25,7 @@ from __future__ import annotations
 import ctypes
 import os
 
-__all__ = ["KEEP_FREED_MEMORY_ENV", "freed_memory_kept", "keep_freed_memory"]
+__all__ = ["KEEP_FREED_MEMORY_ENV", "freed_memory_kept", "keep_freed_memory", "kept_up_to"]
 
 KEEP_FREED_MEMORY_ENV = "RLPYT_KEEP_FREED_MEMORY"
 
@@ -40,6 +40,7 @@ _KEEP_MMAP_THRESHOLDS = (1 << 30, 32 << 20)
 _KEEP_TRIM_THRESHOLD = (1 << 31) - 1
 
 _kept = False
+kept_up_to = 0  # bytes: the largest block kept, while keeping
 
 
 def _glibc():
@@ -83,7 +84,7 @@ def keep_freed_memory(on: bool = True) -> bool:
     Does nothing (and stays off) where malloc is not glibc's, where the user tuned
     malloc through the environment, or with ``RLPYT_KEEP_FREED_MEMORY=0``.
     """
-    global _kept
+    global _kept, kept_up_to
     before = _kept
     if on == _kept:
         return before
@@ -93,12 +94,16 @@ def keep_freed_memory(on: bool = True) -> bool:
     if on:
         if _switched_off() or _user_tuned_malloc():
             return before
-        if not any(libc.mallopt(_M_MMAP_THRESHOLD, size) for size in _KEEP_MMAP_THRESHOLDS):
+        accepted = next((size for size in _KEEP_MMAP_THRESHOLDS  # the first accepted
+                         if libc.mallopt(_M_MMAP_THRESHOLD, size)), None)
+        if accepted is None:
             return before
+        kept_up_to = accepted
         libc.mallopt(_M_TRIM_THRESHOLD, _KEEP_TRIM_THRESHOLD)
     else:
         libc.mallopt(_M_MMAP_THRESHOLD, _GLIBC_START_THRESHOLD)
         libc.mallopt(_M_TRIM_THRESHOLD, _GLIBC_START_THRESHOLD)
         libc.malloc_trim(0)
+        kept_up_to = 0
     _kept = on
     return before
