@@ -198,19 +198,50 @@ def test_running_mean_std_matches_numpy(batches):
 
 
 @FAST
-@given(st.lists(st.integers(1, 40), min_size=1, max_size=4), st.integers(0, 2**31 - 1))
-def test_running_mean_std_of_frames_matches_numpy(rows, seed):
-    """uint8 frames take their batch moments in float32: still float64's to 1e-6."""
+@given(st.lists(st.integers(1, 150), min_size=1, max_size=3), st.integers(0, 2**31 - 1),
+       st.sampled_from([torch.uint8, torch.int8]))
+def test_running_mean_std_of_frames_matches_numpy(rows, seed, dtype):
+    """8-bit frames take their batch moments from exact sums (chunks of 64 rows in
+    float32): float64's to its last bits, and a constant pixel's variance is 0."""
     gen = torch.Generator().manual_seed(seed)
     rms = RunningMeanStdModel((2, 5, 5))
-    batches = [torch.randint(0, 256, (n, 2, 5, 5), dtype=torch.uint8, generator=gen)
-               for n in rows]
+    low, high = (0, 256) if dtype == torch.uint8 else (-128, 128)
+    batches = [torch.randint(low, high, (n, 2, 5, 5), generator=gen).to(dtype) for n in rows]
     for batch in batches:
+        batch[:, 0, 0, 0] = high - 1  # a pixel that never changes
         rms.update(batch)
     data = torch.cat(batches).double().numpy()
-    np.testing.assert_allclose(rms.mean.numpy(), data.mean(0), rtol=1e-6, atol=1e-6)
-    np.testing.assert_allclose(rms.var.numpy(), data.var(0), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(rms.mean.numpy(), data.mean(0), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(rms.var.numpy(), data.var(0), rtol=1e-10, atol=1e-10)
+    assert rms.var[0, 0, 0].item() == 0.0
     assert rms.count.item() == len(data)
+
+
+def test_running_mean_std_of_wide_integers_keeps_float64():
+    """Integers beyond float32's 2**24 take float64's moments, where they are exact."""
+    rms = RunningMeanStdModel(1)
+    x = torch.tensor([[2**30], [2**30 + 1], [2**30 + 2]], dtype=torch.int64)
+    rms.update(x)
+    assert rms.mean.item() == 2**30 + 1
+    assert rms.var.item() == pytest.approx(2 / 3, rel=1e-12)
+
+
+def test_running_mean_std_forward_matches_the_formula_and_leaves_its_input():
+    """uint8 frames and float input give ``(x - mean) / std`` clipped, bit for bit, and
+    the float input (normalised in place inside ``forward``) is not written."""
+    gen = torch.Generator().manual_seed(0)
+    rms = RunningMeanStdModel((3, 4), clip=1.5)
+    rms.update(torch.randint(0, 256, (20, 3, 4), generator=gen, dtype=torch.uint8))
+    frames = torch.randint(0, 256, (6, 3, 4), generator=gen, dtype=torch.uint8)
+    mean, std = rms.mean.float(), rms.std.float()
+    assert torch.equal(rms(frames), ((frames.float() - mean) / std).clamp(-1.5, 1.5))
+    x = frames.float().requires_grad_()
+    before = x.detach().clone()
+    out = rms(x)
+    assert torch.equal(x.detach(), before)
+    out.sum().backward()  # in-place steps keep the graph: 1/std inside the clip, else 0
+    inside = ((x.detach() - mean) / std).abs() < 1.5
+    torch.testing.assert_close(x.grad, torch.where(inside, 1 / std, torch.zeros(())))
 
 
 def test_running_mean_std_ignores_an_empty_batch():
