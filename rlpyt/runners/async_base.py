@@ -58,6 +58,10 @@ class AsyncRlBase(RunnerCore):
             the optimizer makes progress (evaluations excepted) before the run stops with
             an ``AsyncRunError`` naming both sides' state (``rlpyt.runners.async_watch``);
             None: never.  Default 300.
+        learner_channels_last: on the CPU, keep the learner's convolution weights in
+            channels-last memory order (``agent.learner_channels_last``): the same
+            arithmetic, and the learner of a conv net trains faster (docs/notes/appo.md).
+            The sampler's copy keeps the default order.  Default True.
 
     Uses the ``fork`` start method (the sampler and copier inherit the shared buffers).
     """
@@ -70,7 +74,7 @@ class AsyncRlBase(RunnerCore):
                  log_interval_steps=1e5, log_traj_window=100, max_ahead=None,
                  checkpoint_interval_steps=None, checkpoint_replay=True, max_abs_value=None,
                  progress_timeout=DEFAULT_PROGRESS_TIMEOUT_S, divergence="stop",
-                 checkpoint_keep=1):
+                 checkpoint_keep=1, learner_channels_last=True):
         if not isinstance(sampler, AsyncSamplerBase):
             raise TypeError(
                 f"{type(self).__name__} needs an asynchronous sampler from "
@@ -90,6 +94,7 @@ class AsyncRlBase(RunnerCore):
                          divergence=divergence, checkpoint_keep=checkpoint_keep)
         self.affinity = affinity
         self.max_ahead = max_ahead
+        self.learner_channels_last = bool(learner_channels_last)
         self.progress_timeout = check_progress_timeout(progress_timeout)
         self.processes = AsyncProcesses()
         self._watch = None  # the processes' watch, once they run
@@ -142,6 +147,8 @@ class AsyncRlBase(RunnerCore):
         self._denormals_were_flushed = flush_denormals()  # restored at shutdown
         self._freed_memory_was_kept = keep_freed_memory()  # likewise (rlpyt.utils.malloc)
         self.agent.to_device(optimizer_affinity.get("cuda_idx"))  # After forking (CUDA).
+        if self.learner_channels_last and self.agent.learner_channels_last():
+            logger.log("learner's convolution weights: channels-last memory order")
         self.algo.optim_initialize(rank=0)
         if resume is not None:
             self.algo.load_state_dict(resume["algo"])
