@@ -59,12 +59,12 @@ PPO_PONG = ScoreRuns("rlpyt PPO (the `ppo` preset)", "PongNoFrameskip-v4",
                      "atari/ppo/PongNoFrameskip-v4", "GameScoreAverage", 4,
                      "the command of the table above")
 APPO_PONG = ScoreRuns(
-    "rlpyt APPO (the `appo` preset, asynchronous; run 0: 4M frames, run 1: 6M)",
+    "rlpyt APPO (the `appo` preset, asynchronous; run 0: 4M frames, the others 6M)",
     "PongNoFrameskip-v4", "atari/appo/PongNoFrameskip-v4", "GameScoreAverage", 4,
-    "for RUN in 0:1000000 1:1500000; do rlpyt train --algo appo --env PongNoFrameskip-v4 "
-    "--runner async --sampler-type serial --torch-threads 1 --n-steps ${RUN#*:} "
-    "--sampler.eval_n_envs 0 --seed 0 --log-dir docs/results/atari/appo/PongNoFrameskip-v4 "
-    "--run-id ${RUN%:*}; done")
+    "for RUN in 0:1000000:0 1:1500000:0 2:1500000:1; do IFS=: read ID STEPS SEED <<< $RUN; "
+    "rlpyt train --algo appo --env PongNoFrameskip-v4 --runner async --sampler-type serial "
+    "--torch-threads 1 --n-steps $STEPS --sampler.eval_n_envs 0 --seed $SEED "
+    "--log-dir docs/results/atari/appo/PongNoFrameskip-v4 --run-id $ID; done")
 IMPALA_PONG = ScoreRuns("rlpyt IMPALA (the `impala` preset, asynchronous)", "PongNoFrameskip-v4",
                         "atari/impala/PongNoFrameskip-v4", "GameScoreAverage", 4,
                         "the command of the table above")
