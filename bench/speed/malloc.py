@@ -16,17 +16,13 @@ ratios are printed.
 from __future__ import annotations
 
 import argparse
-import csv
-import os
-import resource
 import statistics
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-RLPYT = [sys.executable, "-m", "rlpyt"]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from row_rate import command_rate  # noqa: E402
+
 COMMANDS = {
     "ppo": ["--algo", "ppo", "--sampler-type", "cpu"],
     "appo": ["--algo", "appo", "--runner", "async"],
@@ -35,23 +31,10 @@ COMMANDS = {
 
 def measure(algo: str, keep: bool, n_steps: int, rows: int) -> dict:
     """One run: its env steps a second between log rows, CPU seconds and page faults."""
-    with tempfile.TemporaryDirectory() as log_dir:
-        cmd = RLPYT + ["train", *COMMANDS[algo], "--env", "PongNoFrameskip-v4",
-                       "--n-steps", str(n_steps), "--sampler.eval_n_envs", "0",
-                       "--runner.log_interval_steps", str(n_steps // rows), "--seed", "0",
-                       "--log-dir", log_dir, "--run-id", "0"]
-        env = dict(os.environ, RLPYT_KEEP_FREED_MEMORY="1" if keep else "0")
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        subprocess.run(cmd, env=env, cwd=ROOT, check=True, capture_output=True)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        with open(Path(log_dir) / "run_0" / "progress.csv") as f:
-            table = list(csv.DictReader(f))
-    first, last = table[0], table[-1]
-    steps = float(last["CumSteps"]) - float(first["CumSteps"])
-    seconds = float(last["CumTime (s)"]) - float(first["CumTime (s)"])
-    return dict(rate=steps / seconds, user=after.ru_utime - before.ru_utime,
-                system=after.ru_stime - before.ru_stime,
-                faults=after.ru_minflt - before.ru_minflt)
+    args = [*COMMANDS[algo], "--env", "PongNoFrameskip-v4", "--sampler.eval_n_envs", "0",
+            "--seed", "0"]
+    return command_rate(args, n_steps, rows, env=dict(RLPYT_KEEP_FREED_MEMORY="1" if keep
+                                                      else "0"))
 
 
 def main() -> None:

@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import contextlib
+import csv
 import io
+import os
+import resource
+import subprocess
+import sys
 import tempfile
 import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @contextlib.contextmanager
@@ -34,3 +42,27 @@ def rate_between_rows(runner, from_steps: int = 0) -> float:
         runner.train()
     (t0, s0), (t1, s1) = next(m for m in marks if m[1] >= from_steps), marks[-1]
     return (s1 - s0) / (t1 - t0)
+
+
+def command_rate(train_args: list[str], n_steps: int, rows: int,
+                 env: dict | None = None) -> dict:
+    """One ``rlpyt train`` command, as a user runs it, in a fresh process with ``env`` added
+    to this one's environment: its env steps a second between its first log row and its
+    last (start-up excluded), and the whole run's user and system CPU seconds and minor
+    page faults (its worker processes included)."""
+    with tempfile.TemporaryDirectory() as log_dir:
+        cmd = [sys.executable, "-m", "rlpyt", "train", *train_args, "--n-steps", str(n_steps),
+               "--runner.log_interval_steps", str(n_steps // rows), "--log-dir", log_dir,
+               "--run-id", "0"]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run(cmd, env=dict(os.environ, **(env or {})), cwd=ROOT, check=True,
+                       capture_output=True)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        with open(Path(log_dir) / "run_0" / "progress.csv") as f:
+            table = list(csv.DictReader(f))
+    first, last = table[0], table[-1]
+    steps = float(last["CumSteps"]) - float(first["CumSteps"])
+    seconds = float(last["CumTime (s)"]) - float(first["CumTime (s)"])
+    return dict(rate=steps / seconds, user=after.ru_utime - before.ru_utime,
+                system=after.ru_stime - before.ru_stime,
+                faults=after.ru_minflt - before.ru_minflt)
