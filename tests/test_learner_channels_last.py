@@ -75,3 +75,12 @@ def test_models_without_conv_weights_and_shared_models_are_left_alone():
     shared = _atari_agent(share_memory=True)  # the sampler's workers read this model
     assert not shared.learner_channels_last()
     assert all(p.is_contiguous() for p in shared.model.parameters())
+
+
+def test_rlpyt_train_can_turn_it_off():
+    """``--runner.learner_channels_last false`` is a keyword the async runner takes."""
+    from rlpyt.cli.component_keywords import ASYNC_RUNNER_KEYWORDS, class_keywords
+    from rlpyt.runners.async_rl import AsyncRl
+
+    assert "learner_channels_last" in ASYNC_RUNNER_KEYWORDS
+    assert ASYNC_RUNNER_KEYWORDS <= class_keywords(AsyncRl)

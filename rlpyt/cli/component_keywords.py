@@ -18,7 +18,8 @@ __all__ = ["ASYNC_RUNNER_KEYWORDS", "RUNNER_KEYWORDS", "class_keywords", "keywor
 RUNNER_KEYWORDS = {"n_steps", "log_interval_steps", "log_traj_window",
                    "checkpoint_interval_steps", "checkpoint_replay", "checkpoint_keep",
                    "max_abs_value", "divergence"}
-ASYNC_RUNNER_KEYWORDS = RUNNER_KEYWORDS | {"max_ahead", "progress_timeout"}
+ASYNC_RUNNER_KEYWORDS = RUNNER_KEYWORDS | {"max_ahead", "progress_timeout",
+                                           "learner_channels_last"}
 
 
 def override_keywords(config: dict, preset: Preset) -> tuple[dict, dict]:
