@@ -62,7 +62,7 @@ APPO_PONG = ScoreRuns(
     "rlpyt APPO (the `appo` preset, asynchronous; run 0: 4M frames, the others 6M; runs 3 "
     "on: the faster normalization and channels-last learner)",
     "PongNoFrameskip-v4", "atari/appo/PongNoFrameskip-v4", "GameScoreAverage", 4,
-    "for RUN in 0:1000000:0 1:1500000:0 2:1500000:1 3:1500000:2; do IFS=: read ID STEPS SEED <<< $RUN; "
+    "for RUN in 0:1000000:0 1:1500000:0 2:1500000:1 3:1500000:2 4:1500000:0; do IFS=: read ID STEPS SEED <<< $RUN; "
     "rlpyt train --algo appo --env PongNoFrameskip-v4 --runner async --sampler-type serial "
     "--torch-threads 1 --n-steps $STEPS --sampler.eval_n_envs 0 --seed $SEED "
     "--log-dir docs/results/atari/appo/PongNoFrameskip-v4 --run-id $ID; done")
