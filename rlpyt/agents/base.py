@@ -140,7 +140,7 @@ class BaseAgent(KeywordCheckedInit):
         frames runs slower that way, so the samplers' copies keep the default order
         (``ParameterBoard`` copies values, whatever the order).  The parameters stay the
         same ``Parameter`` objects, so an optimizer made before or after sees them.
-        Returns whether the model has 4-d weights and was changed.
+        Returns whether the model has 4-d weights, now in channels-last order.
         """
         if self.device.type != "cpu" or self.model is self.shared_model:
             return False
