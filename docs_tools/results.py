@@ -645,7 +645,7 @@ def score_lines(results: Path, game: tts.ScoreGame, contender: tts.ScoreRuns) ->
     """One table line per run of ``contender`` (one saying none, without runs)."""
     runs = contender.runs(results)
     if not runs:
-        return [f"| {contender.label} | {contender.task} | not run yet |"
+        return [f"| {contender.label} | | {contender.task} | not run yet |"
                 + " |" * len(game.milestones)]
     lines = []
     for run in runs:
@@ -653,7 +653,8 @@ def score_lines(results: Path, game: tts.ScoreGame, contender: tts.ScoreRuns) ->
         end = tts.run_end(rows, contender.column, contender.frames_per_step)
         if end is None:
             continue
-        cells = [f"{contender.label}, {run.name.replace('_', ' ')}", contender.task]
+        cells = [f"{contender.label}, {run.name.replace('_', ' ')}", tts.run_settings(run),
+                 contender.task]
         cells += [reach_text(tts.first_reach(rows, contender.column, score,
                                              contender.frames_per_step), end)
                   for score in game.milestones]
@@ -666,8 +667,9 @@ def score_lines(results: Path, game: tts.ScoreGame, contender: tts.ScoreRuns) ->
 def time_to_score_table(results: Path, game: tts.ScoreGame = tts.PONG) -> str:
     """Each run's frames and wall time to each milestone score of ``game``, ours and the
     peer's."""
-    header = ("| run | task | " + " | ".join(f"score {m:g}" for m in game.milestones)
-              + " | end of run |\n|" + "---|" * (len(game.milestones) + 3))
+    header = ("| run | seed, and settings beyond the preset | task | "
+              + " | ".join(f"score {m:g}" for m in game.milestones)
+              + " | end of run |\n|" + "---|" * (len(game.milestones) + 4))
     lines = [header]
     for contender in game.contenders:
         lines += score_lines(results, game, contender)

@@ -10,10 +10,12 @@ written with the same columns by ``bench/sample_factory/atari_to_score.py``.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from rlpyt.cli.config import preset_config
 from rlpyt.utils.logging.run_table import load_runs
 
 TIME_COLUMN = "CumTime (s)"
@@ -59,8 +61,8 @@ PPO_PONG = ScoreRuns("rlpyt PPO (the `ppo` preset)", "PongNoFrameskip-v4",
                      "atari/ppo/PongNoFrameskip-v4", "GameScoreAverage", 4,
                      "the command of the table above")
 APPO_PONG = ScoreRuns(
-    "rlpyt APPO (the `appo` preset, asynchronous; run 0: 4M frames, the others 6M; runs 3 "
-    "on: the faster normalization and channels-last learner)",
+    "rlpyt APPO (the `appo` preset, asynchronous; runs 3 on: the faster normalization and "
+    "channels-last learner)",
     "PongNoFrameskip-v4", "atari/appo/PongNoFrameskip-v4", "GameScoreAverage", 4,
     "for RUN in 0:1000000:0 1:1500000:0 2:1500000:1 3:1500000:2 4:1500000:0; do IFS=: read ID STEPS SEED <<< $RUN; "
     "rlpyt train --algo appo --env PongNoFrameskip-v4 --runner async --sampler-type serial "
@@ -144,6 +146,44 @@ def first_reach(rows: list[dict], column: str, score: float,
         if value is not None and value >= score:
             return Reach(float(row[STEP_COLUMN]) * frames_per_step, float(row[TIME_COLUMN]))
     return None
+
+
+def _flat(values: dict, prefix: str = "") -> dict:
+    """``{"a": {"b": 1}}`` as ``{"a.b": 1}``."""
+    flat = {}
+    for key, value in values.items():
+        if isinstance(value, dict):
+            flat.update(_flat(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+# The parts of a config whose settings a run's line names where they differ from the
+# preset; the run's flags (sampler and runner type, torch threads) are the table's command.
+_COMPONENTS = ("env", "algo", "agent", "sampler", "runner")
+# Every timed run turns the evaluation off (the presets' docstring): saying so says nothing.
+_UNSAID = ("sampler.eval_n_envs",)
+
+
+def run_settings(run: Path) -> str:
+    """The run's seed and every setting its ``rlpyt train`` command changed from its
+    preset (``--algo.epochs 2``: ``epochs 2``), read from its params.json; a peer's run
+    gives its seed only; '' without a params.json."""
+    try:
+        saved = json.loads((run / "params.json").read_text())
+    except (OSError, ValueError):
+        return ""
+    config = saved.get("config", {})
+    parts = [f"seed {config['seed']}"] if "seed" in config else []
+    if "rlpyt" in saved.get("library", "rlpyt") and "algo_name" in config:
+        preset = _flat(preset_config(config["algo_name"], config["env"]["id"]))
+        run = _flat({part: config.get(part, {}) for part in _COMPONENTS})
+        for key, value in run.items():
+            if key not in _UNSAID and preset.get(key) != value:
+                shown = f"{value:,}" if isinstance(value, int) and abs(value) >= 10_000 else value
+                parts.append(f"{key.split('.')[-1]} {shown}")
+    return ", ".join(parts)
 
 
 def run_end(rows: list[dict], column: str, frames_per_step: int) -> RunEnd | None:

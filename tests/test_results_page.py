@@ -183,12 +183,31 @@ def test_time_to_score_table_has_a_line_per_run_and_says_what_is_missing(tmp_pat
                     [(250_000, 600.0, "-15.0"), (500_000, 1200.0, "2.0"),
                      (750_000, 1800.0, "12.0"), (2_500_000, 5400.0, "17.5")])
     table = results.time_to_score_table(tmp_path)
-    assert ("| rlpyt PPO (the `ppo` preset), run 0 | PongNoFrameskip-v4 | 2M frames, "
+    assert ("| rlpyt PPO (the `ppo` preset), run 0 |  | PongNoFrameskip-v4 | 2M frames, "
             "20 min | 3M frames, 30 min | not reached (by 10M frames, 90 min) | 17.5 at 10M "
             "frames, 90 min |") in table
-    assert f"| {peer.label} | {peer.task} | not run yet | | | |" in table
-    assert f"| {appo.label} | {appo.task} | not run yet | | | |" in table
+    assert f"| {peer.label} | | {peer.task} | not run yet | | | |" in table
+    assert f"| {appo.label} | | {appo.task} | not run yet | | | |" in table
     assert tts.PONG.plot in table
+
+
+def test_a_runs_settings_are_its_seed_and_what_its_command_changed(tmp_path):
+    import json
+
+    from helpers import train_config
+
+    config = train_config("--algo", "appo", "--env", "PongNoFrameskip-v4", "--runner", "async",
+                          "--sampler-type", "serial", "--seed", "2", "--n-steps", "1000000",
+                          "--sampler.eval_n_envs", "0", "--algo.epochs", "2")
+    run = tmp_path / "run_0"
+    run.mkdir()
+    (run / "params.json").write_text(json.dumps(dict(config=config, run_ID=0)))
+    assert tts.run_settings(run) == "seed 2, epochs 2, n_steps 1,000,000"
+    (run / "params.json").write_text(json.dumps(dict(library="sample-factory==2.1.1",
+                                                     config=dict(seed=3, num_epochs=1))))
+    assert tts.run_settings(run) == "seed 3"  # a peer's settings are its own defaults
+    (run / "params.json").unlink()
+    assert tts.run_settings(run) == ""
 
 
 # ---- the page -------------------------------------------------------------------------------
