@@ -140,6 +140,7 @@ CLI_CASES = {
     # Also the regression test of a parallel worker started under a sys.stderr without a
     # file descriptor (capsys here, a notebook's stream for users): it died silently.
     "impala-async": ["--runner", "async", "--sampler-type", "cpu", "--n-steps", "1280"],
+    "appo-async": ["--runner", "async", "--sampler-type", "serial", "--n-steps", "2048"],
     "dqn": ["--n-steps", "400", "--algo.min_steps_learn", "200", *_SMALL_REPLAY],
     "dqn-variants": ["--n-steps", "400", "--algo.min_steps_learn", "200", *_SMALL_REPLAY,
                      "--algo.double_dqn", "true", "--algo.prioritized_replay", "true",
@@ -164,6 +165,8 @@ def test_every_atari_preset_trains_from_the_cli(case, tmp_path, capsys):
     debug = (tmp_path / "run_0" / "debug.log").read_text()
     assert "Preset: " in debug and ATARI_PRESETS[algo].source in debug
     assert "sticky actions 0.25" in debug
+    if case.endswith("-async"):  # the learner alone, on the CPU, keeps its own order
+        assert "learner's convolution weights: channels-last memory order" in debug
     if case == "ppo":  # a trained Atari agent plays a whole game into a video
         video = tmp_path / "game.mp4"
         assert main(["evaluate", str(tmp_path / "run_0"), "--episodes", "1", "--video",

@@ -198,11 +198,11 @@ def test_a_runs_settings_are_its_seed_and_what_its_command_changed(tmp_path):
 
     config = train_config("--algo", "appo", "--env", "PongNoFrameskip-v4", "--runner", "async",
                           "--sampler-type", "serial", "--seed", "2", "--n-steps", "1000000",
-                          "--sampler.eval_n_envs", "0", "--algo.epochs", "2")
+                          "--sampler.eval_n_envs", "0", "--algo.epochs", "3")
     run = tmp_path / "run_0"
     run.mkdir()
     (run / "params.json").write_text(json.dumps(dict(config=config, run_ID=0)))
-    assert tts.run_settings(run) == "seed 2, epochs 2, n_steps 1,000,000"
+    assert tts.run_settings(run) == "seed 2, epochs 3, n_steps 1,000,000"
     (run / "params.json").write_text(json.dumps(dict(library="sample-factory==2.1.1",
                                                      config=dict(seed=3, num_epochs=1))))
     assert tts.run_settings(run) == "seed 3"  # a peer's settings are its own defaults
