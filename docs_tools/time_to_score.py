@@ -36,6 +36,7 @@ class ScoreRuns:
     column: str
     frames_per_step: int
     command: str  # Shown in backticks unless it points elsewhere ("the command of ...").
+    note: str = ""  # What the rows' settings column cannot say (the code a run ran), if any
 
     def runs(self, results: Path) -> list[Path]:
         """The committed run folders (``run_<seed>`` with a progress.csv) under ``results``."""
@@ -61,13 +62,15 @@ PPO_PONG = ScoreRuns("rlpyt PPO (the `ppo` preset)", "PongNoFrameskip-v4",
                      "atari/ppo/PongNoFrameskip-v4", "GameScoreAverage", 4,
                      "the command of the table above")
 APPO_PONG = ScoreRuns(
-    "rlpyt APPO (the `appo` preset, asynchronous; runs 3 on: the faster normalization and "
-    "channels-last learner)",
+    "rlpyt APPO (the `appo` preset, asynchronous)",
     "PongNoFrameskip-v4", "atari/appo/PongNoFrameskip-v4", "GameScoreAverage", 4,
-    "for RUN in 0:1000000:0 1:1500000:0 2:1500000:1 3:1500000:2 4:1500000:0; do IFS=: read ID STEPS SEED <<< $RUN; "
+    "for RUN in 5:1000000:0 6:2500000:1 7:2500000:2; do IFS=: read ID STEPS SEED <<< $RUN; "
     "rlpyt train --algo appo --env PongNoFrameskip-v4 --runner async --sampler-type serial "
     "--torch-threads 1 --n-steps $STEPS --sampler.eval_n_envs 0 --seed $SEED "
-    "--log-dir docs/results/atari/appo/PongNoFrameskip-v4 --run-id $ID; done")
+    "--log-dir docs/results/atari/appo/PongNoFrameskip-v4 --run-id $ID; done",
+    note="runs 0 to 4 ran the preset's earlier settings, which their rows name; runs 3 on "
+         "ran the faster input normalization and the channels-last learner "
+         "(docs/notes/appo.md)")
 IMPALA_PONG = ScoreRuns("rlpyt IMPALA (the `impala` preset, asynchronous)", "PongNoFrameskip-v4",
                         "atari/impala/PongNoFrameskip-v4", "GameScoreAverage", 4,
                         "the command of the table above")
