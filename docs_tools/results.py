@@ -701,7 +701,7 @@ def plot_time_to_score(results: Path, out: Path, game: tts.ScoreGame = tts.PONG)
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(5.6, 3.8))
+    fig, ax = plt.subplots(figsize=(8.4, 3.8))
     drawn = False
     for i, contender in enumerate(game.contenders):
         for j, run in enumerate(contender.runs(results)):
@@ -711,8 +711,11 @@ def plot_time_to_score(results: Path, out: Path, game: tts.ScoreGame = tts.PONG)
             points = [(t, s) for t, s in points if s is not None]
             if not points:
                 continue
+            other = tts.other_settings(run)  # dashed: not the preset's settings of today
             ax.plot(*zip(*points), color=f"C{i}", alpha=1.0 if j == 0 else 0.6,
-                    label=f"{contender.label.split(' (')[0]} on {contender.task}, {run.name}")
+                    linestyle="--" if other else "-",
+                    label=f"{contender.label.split(' (')[0]}, {run.name}"
+                          + (f" ({other})" if other else ""))
             drawn = True
     if not drawn:
         plt.close(fig)
@@ -721,9 +724,9 @@ def plot_time_to_score(results: Path, out: Path, game: tts.ScoreGame = tts.PONG)
         ax.axhline(score, color="black", linestyle=":", linewidth=0.8)
     ax.set_xlabel("wall time (hours, 2 cores)")
     ax.set_ylabel("mean score of the latest 100 games")
-    ax.set_title(f"{game.name}: score against wall time")
+    ax.set_title(f"{game.name}: score against wall time ({game.task})")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.01, 0.5))
     return report.save_figure(fig, out, game.plot)
 
 

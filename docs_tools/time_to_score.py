@@ -189,6 +189,13 @@ def run_settings(run: Path) -> str:
     return ", ".join(parts)
 
 
+def other_settings(run: Path) -> str:
+    """``run_settings`` less the seed and the budget: the settings that make the run
+    another configuration than its preset's ('' for the preset's own)."""
+    return ", ".join(part for part in run_settings(run).split(", ")
+                     if part and part.split()[0] not in ("seed", "n_steps"))
+
+
 def run_end(rows: list[dict], column: str, frames_per_step: int) -> RunEnd | None:
     """The last row's frames, wall time and score (None without rows)."""
     if not rows:

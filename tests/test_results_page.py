@@ -203,6 +203,7 @@ def test_a_runs_settings_are_its_seed_and_what_its_command_changed(tmp_path):
     run.mkdir()
     (run / "params.json").write_text(json.dumps(dict(config=config, run_ID=0)))
     assert tts.run_settings(run) == "seed 2, epochs 3, n_steps 1,000,000"
+    assert tts.other_settings(run) == "epochs 3"  # the plot dashes such runs
     (run / "params.json").write_text(json.dumps(dict(library="sample-factory==2.1.1",
                                                      config=dict(seed=3, num_epochs=1))))
     assert tts.run_settings(run) == "seed 3"  # a peer's settings are its own defaults
