@@ -169,31 +169,45 @@ _COMPONENTS = ("env", "algo", "agent", "sampler", "runner")
 _UNSAID = ("sampler.eval_n_envs",)
 
 
-def run_settings(run: Path) -> str:
-    """The run's seed and every setting its ``rlpyt train`` command changed from its
-    preset (``--algo.epochs 2``: ``epochs 2``), read from its params.json; a peer's run
-    gives its seed only; '' without a params.json."""
+def _params(run: Path) -> dict:
+    """The run's params.json ({} without one)."""
     try:
-        saved = json.loads((run / "params.json").read_text())
+        return json.loads((run / "params.json").read_text())
     except (OSError, ValueError):
-        return ""
+        return {}
+
+
+def changed_settings(run: Path) -> dict:
+    """Every component setting the run's ``rlpyt train`` command changed from its preset,
+    by its last key (``--algo.epochs 2``: ``{"epochs": 2}``); {} for a peer's run."""
+    saved = _params(run)
     config = saved.get("config", {})
-    parts = [f"seed {config['seed']}"] if "seed" in config else []
-    if "rlpyt" in saved.get("library", "rlpyt") and "algo_name" in config:
-        preset = _flat(preset_config(config["algo_name"], config["env"]["id"]))
-        run = _flat({part: config.get(part, {}) for part in _COMPONENTS})
-        for key, value in run.items():
-            if key not in _UNSAID and preset.get(key) != value:
-                shown = f"{value:,}" if isinstance(value, int) and abs(value) >= 10_000 else value
-                parts.append(f"{key.split('.')[-1]} {shown}")
-    return ", ".join(parts)
+    if "rlpyt" not in saved.get("library", "rlpyt") or "algo_name" not in config:
+        return {}
+    preset = _flat(preset_config(config["algo_name"], config["env"]["id"]))
+    ran = _flat({part: config.get(part, {}) for part in _COMPONENTS})
+    return {key.split(".")[-1]: value for key, value in ran.items()
+            if key not in _UNSAID and preset.get(key) != value}
+
+
+def _settings_text(settings: dict) -> list[str]:
+    return [f"{key} {value:,}" if isinstance(value, int) and abs(value) >= 10_000
+            else f"{key} {value}" for key, value in settings.items()]
+
+
+def run_settings(run: Path) -> str:
+    """The run's seed and ``changed_settings``, as the table shows them; a peer's run
+    gives its seed only; '' without a params.json."""
+    config = _params(run).get("config", {})
+    seed = [f"seed {config['seed']}"] if "seed" in config else []
+    return ", ".join(seed + _settings_text(changed_settings(run)))
 
 
 def other_settings(run: Path) -> str:
-    """``run_settings`` less the seed and the budget: the settings that make the run
-    another configuration than its preset's ('' for the preset's own)."""
-    return ", ".join(part for part in run_settings(run).split(", ")
-                     if part and part.split()[0] not in ("seed", "n_steps"))
+    """``changed_settings`` less the budget: the settings that make the run another
+    configuration than its preset's ('' for the preset's own)."""
+    settings = {k: v for k, v in changed_settings(run).items() if k != "n_steps"}
+    return ", ".join(_settings_text(settings))
 
 
 def run_end(rows: list[dict], column: str, frames_per_step: int) -> RunEnd | None:
