@@ -2,16 +2,17 @@
 
 Users compare libraries by how long a game takes to learn, not by frames per second.
 The games, their milestone scores and the runs compared are
-``docs_tools/time_to_score.py``'s ``GAMES`` (Pong: 0, 10, 18; Breakout: 50, 100).  Our
-side is the committed runs of the results page (``docs/results/atari/ppo/<id>``, made
-by the page's commands); this script runs the peer, Sample Factory 2.1.1's APPO with
-its own Atari defaults, in its venv (``bench/peers/``), on the same id (the DQN Nature
-pipeline: no sticky actions, a game is all its lives), and commits its run beside ours
-as ``docs/results/atari/sample-factory-appo/<id>/run_<seed>``.  The peer stops at the
-game's last milestone, or once it has used ``--cap`` times the wall time our slowest run
-needed for it (our longest run's whole wall time, where none reached it), or at its own
-budget of 10M frames.  Then it prints both sides' frames and wall time to each milestone
-and the ratio of wall times (peer / ours: above 1, ours is faster).
+``docs_tools/time_to_score.py``'s ``GAMES`` (Pong: 0, 10, 18; Breakout: 50, 100). Our
+side is the committed runs of the results page (``docs/results/atari/<algo>/<id>``, made
+by the page's commands; the game's ``ours`` caps the peer); this script runs the peer,
+Sample Factory 2.1.1's APPO with its own Atari defaults, in its venv (``bench/peers/``),
+on the same id (the DQN Nature pipeline: no sticky actions, a game is all its lives),
+and commits its run beside ours as
+``docs/results/atari/sample-factory-appo/<id>/run_<seed>``. The peer stops at the game's
+last milestone, or once it has used ``--cap`` times the wall time our slowest run needed
+for it (our longest run's whole wall time, where none reached it), or at its own budget
+of 10M frames. Then it prints both sides' frames and wall time to each milestone and the
+ratio of wall times (peer / ours: above 1, ours is faster).
 
     python bench/sample_factory/atari_to_score.py --game Pong --seed 0     # about 2 hours of both cores
     python bench/sample_factory/atari_to_score.py --game Breakout --report-only
