@@ -61,7 +61,7 @@ def test_peer_reports_become_rows_of_game_scores_and_the_goal_interrupts_once(
     monkeypatch.setattr(sf_appo_score.os, "kill", lambda pid, sig: kills.append(sig))
     runner = FakeRunner()
     rows = sf_appo_score.ProgressRows(str(tmp_path / "progress.csv"), start=0.0,
-                                      stop_score=100.0,
+                                      stop_score=100.0, max_seconds=1e10,
                                       game_scores=lambda: sf_appo_score.latest_game_scores(runner))
     frames = "Fps is (10 sec: 1200.0). Total num frames: {}. Throughput: 0: 1.0"
     rows.emit(record(frames.format(40960)))  # Lives were lost, but no game has ended.
@@ -77,6 +77,28 @@ def test_peer_reports_become_rows_of_game_scores_and_the_goal_interrupts_once(
     assert [(r["CumSteps"], r["GameScoreAverage"]) for r in got] == [
         ("20480", "15.000"), ("30720", "150.000"), ("40960", "150.000")]
     assert rows.reached and kills == [sf_appo_score.signal.SIGINT]
+
+
+def test_peer_run_is_interrupted_once_at_its_wall_time_cap(tmp_path, monkeypatch):
+    """Sample Factory's own time limit never fires, so the rows' handler keeps it."""
+    kills = []
+    monkeypatch.setattr(sf_appo_score.os, "kill", lambda pid, sig: kills.append(sig))
+    clock = iter([10.0, 20.0, 30.0])
+    monkeypatch.setattr(sf_appo_score.time, "perf_counter", lambda: next(clock))
+    runner = FakeRunner()
+    rows = sf_appo_score.ProgressRows(str(tmp_path / "progress.csv"), start=0.0,
+                                      stop_score=18.0, max_seconds=15.0,
+                                      game_scores=lambda: sf_appo_score.latest_game_scores(runner))
+    frames = "Fps is (10 sec: 1200.0). Total num frames: {}. Throughput: 0: 1.0"
+    rows.emit(record(frames.format(40960)))  # 10 s: within the cap, no game yet.
+    assert kills == [] and not rows.capped
+    rows.emit(record(frames.format(81920)))  # 20 s: past it, though no game has ended.
+    runner.game_ends(-20.0)
+    rows.emit(record(frames.format(122880)))  # 30 s: a row, but no second interrupt.
+    rows.file.close()
+    assert rows.capped and not rows.reached and kills == [sf_appo_score.signal.SIGINT]
+    with open(tmp_path / "progress.csv", newline="") as f:
+        assert [r["CumTime (s)"] for r in csv.DictReader(f)] == ["30.0"]
 
 
 def test_game_scores_of_a_runner_without_ended_games_are_none():

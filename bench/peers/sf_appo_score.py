@@ -51,14 +51,21 @@ def latest_game_scores(runner) -> list[float]:
 class ProgressRows(logging.Handler):
     """Writes a row at each of Sample Factory's frame reports once a game has ended;
     interrupts the run (as a user's Ctrl-C would) once the score reaches
-    ``stop_score``.  ``game_scores()`` gives the latest games' scores."""
+    ``stop_score`` or the run has used ``max_seconds``.  ``game_scores()`` gives the
+    latest games' scores.
 
-    def __init__(self, path: str, start: float, stop_score: float,
+    The wall-time cap is enforced here because Sample Factory 2.1.1's own
+    ``--train_for_seconds`` never fires: its runner compares the limit with a
+    ``total_train_seconds`` that nothing advances past 0."""
+
+    def __init__(self, path: str, start: float, stop_score: float, max_seconds: float,
                  game_scores: Callable[[], Sequence[float]]):
         super().__init__(level=logging.DEBUG)
         self.start, self.stop_score, self.game_scores = start, stop_score, game_scores
+        self.max_seconds = max_seconds
         self.frames = 0
         self.reached = False
+        self.capped = False
         self.file = open(path, "w", newline="")
         self.writer = csv.writer(self.file)
         self.writer.writerow(COLUMNS)
@@ -68,16 +75,23 @@ class ProgressRows(logging.Handler):
         if not frames:
             return
         self.frames = int(frames.group(1))
+        seconds = time.perf_counter() - self.start
         scores = self.game_scores()
-        if self.frames == 0 or not scores:
-            return
-        score = sum(scores) / len(scores)
-        self.writer.writerow((f"{time.perf_counter() - self.start:.1f}",
-                              self.frames // FRAME_SKIP, f"{score:.3f}"))
-        self.file.flush()
-        if score >= self.stop_score and not self.reached:
-            self.reached = True
-            os.kill(os.getpid(), signal.SIGINT)
+        if self.frames > 0 and scores:
+            score = sum(scores) / len(scores)
+            self.writer.writerow((f"{seconds:.1f}", self.frames // FRAME_SKIP, f"{score:.3f}"))
+            self.file.flush()
+            if score >= self.stop_score and not self.reached:
+                self.reached = True
+                self.interrupt()
+        if seconds >= self.max_seconds and not self.capped:
+            self.capped = True
+            self.interrupt()
+
+    @staticmethod
+    def interrupt() -> None:
+        """Stop the run as a user's Ctrl-C would (Sample Factory saves and exits)."""
+        os.kill(os.getpid(), signal.SIGINT)
 
 
 def main():
@@ -107,7 +121,7 @@ def main():
             "--device=cpu", f"--seed={a.seed}", f"--train_for_seconds={int(a.max_seconds)}"]
     cfg, runner = make_runner(parse_atari_args(argv))
     rows = ProgressRows(os.path.join(a.out, "progress.csv"), start, a.stop_score,
-                        lambda: latest_game_scores(runner))
+                        a.max_seconds, lambda: latest_game_scores(runner))
     log.setLevel(logging.DEBUG)  # Its reward reports are debug lines.
     log.addHandler(rows)
     with open(os.path.join(a.out, "params.json"), "w") as f:
@@ -122,7 +136,8 @@ def main():
     except KeyboardInterrupt:
         status = 0
     rows.file.close()
-    print("PEER_RESULT " + json.dumps(dict(reached=rows.reached, frames=rows.frames,
+    print("PEER_RESULT " + json.dumps(dict(reached=rows.reached, capped=rows.capped,
+                                           frames=rows.frames,
                                            seconds=time.perf_counter() - start,
                                            status=int(status))))
     sys.stdout.flush()
