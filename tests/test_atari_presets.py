@@ -54,6 +54,20 @@ def test_family_settings():
     assert not atari_protocol("ALE/Pong-v5").env_kwargs["fire_on_reset"]
 
 
+def test_appo_preset_is_the_fastest_pong_of_its_ablations():
+    """docs/notes/appo.md: 2 epochs of 8 minibatches (PPO's 16 gradient steps a batch
+    for half its arithmetic) at a constant 5e-4, V-trace targets with GAE's lambda, a
+    FIFO of 3, batches of 8 envs x 128 steps and the input normalization."""
+    config = train_config("--algo", "appo", "--env", "PongNoFrameskip-v4", "--runner", "async")
+    algo, agent, sampler = config["algo"], config["agent"], config["sampler"]
+    assert (algo["epochs"], algo["minibatches"], algo["learning_rate"],
+            algo["linear_lr_schedule"]) == (2, 8, 5e-4, False)
+    assert (algo["discount"], algo["vtrace_lambda"], algo["ratio_clip"],
+            algo["fifo_size"]) == (0.99, 0.95, 0.1, 3)
+    assert (sampler["batch_T"], sampler["batch_B"]) == (128, 8)
+    assert agent["model_kwargs"]["normalize_observation"] is True
+
+
 def test_a2c_preset_is_the_zoos_atari_a2c():
     """rl-baselines3-zoo a2c.yml (atari), the source of the published Pong figure: SB3's
     A2C defaults (RMSprop 7e-4 with alpha 0.99 and eps 1e-5, GAE lambda 1, no advantage
