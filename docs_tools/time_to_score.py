@@ -39,8 +39,16 @@ class ScoreRuns:
     note: str = ""  # What the rows' settings column cannot say (the code a run ran), if any
 
     def runs(self, results: Path) -> list[Path]:
-        """The committed run folders (``run_<seed>`` with a progress.csv) under ``results``."""
-        return sorted(p.parent for p in (results / self.folder).glob("run_*/progress.csv"))
+        """The committed run folders (``run_<id>`` with a progress.csv) under ``results``,
+        in the order of their ids (run_2 before run_10)."""
+        folders = [p.parent for p in (results / self.folder).glob("run_*/progress.csv")]
+        return sorted(folders, key=_run_order)
+
+
+def _run_order(folder: Path) -> tuple:
+    """``run_<id>``'s sort key: a numeric id by its number, before any other name."""
+    suffix = folder.name.removeprefix("run_")
+    return (0, int(suffix), "") if suffix.isdigit() else (1, 0, suffix)
 
 
 @dataclass(frozen=True)
@@ -64,11 +72,11 @@ PPO_PONG = ScoreRuns("rlpyt PPO (the `ppo` preset)", "PongNoFrameskip-v4",
 APPO_PONG = ScoreRuns(
     "rlpyt APPO (the `appo` preset, asynchronous)",
     "PongNoFrameskip-v4", "atari/appo/PongNoFrameskip-v4", "GameScoreAverage", 4,
-    "for RUN in 5:1000000:0 6:2500000:1 7:2500000:2; do IFS=: read ID STEPS SEED <<< $RUN; "
+    "for RUN in 8:2500000:1 9:2500000:2 10:1000000:0; do IFS=: read ID STEPS SEED <<< $RUN; "
     "rlpyt train --algo appo --env PongNoFrameskip-v4 --runner async --sampler-type serial "
     "--torch-threads 1 --n-steps $STEPS --sampler.eval_n_envs 0 --seed $SEED "
     "--log-dir docs/results/atari/appo/PongNoFrameskip-v4 --run-id $ID; done",
-    note="runs 0 to 4 ran the preset's earlier settings, which their rows name; runs 3 on "
+    note="runs 0 to 7 ran the preset's earlier settings, which their rows name; runs 3 on "
          "ran the faster input normalization and the channels-last learner "
          "(docs/notes/appo.md)")
 IMPALA_PONG = ScoreRuns("rlpyt IMPALA (the `impala` preset, asynchronous)", "PongNoFrameskip-v4",

@@ -141,3 +141,10 @@ def test_every_game_names_a_peer_run_of_its_own_id():
         assert game.peer.folder.startswith("atari/sample-factory-appo/")
         assert f"--game {name}" in game.peer.command
         assert game.ours in game.contenders and game.milestones == tuple(sorted(game.milestones))
+
+
+def test_runs_are_listed_in_the_order_of_their_ids(tmp_path):
+    for run_id in (10, 2, 0, 1):
+        write_ours(tmp_path, run_id, [(1_000_000, 2000.0, 18.5)])
+    assert [p.name for p in tts.PONG.ours.runs(tmp_path)] == ["run_0", "run_1", "run_2",
+                                                              "run_10"]
