@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import importlib.util
+import json
 import logging
 import sys
 from collections import deque
@@ -122,7 +123,7 @@ def test_peer_cap_without_the_goal_is_a_multiple_of_our_longest_run(tmp_path):
 
 
 def test_peer_cap_without_our_runs_says_what_to_run(tmp_path):
-    with pytest.raises(SystemExit, match="no committed run of ours"):
+    with pytest.raises(SystemExit, match="no committed run of the preset's settings"):
         atari_to_score.peer_cap(tmp_path, 1.2)
 
 
@@ -148,3 +149,13 @@ def test_runs_are_listed_in_the_order_of_their_ids(tmp_path):
         write_ours(tmp_path, run_id, [(1_000_000, 2000.0, 18.5)])
     assert [p.name for p in tts.PONG.ours.runs(tmp_path)] == ["run_0", "run_1", "run_2",
                                                               "run_10"]
+
+
+def test_peer_cap_leaves_out_our_runs_of_earlier_settings(tmp_path):
+    """A run whose params name settings the preset no longer has does not set the cap."""
+    write_ours(tmp_path, 0, [(1_000_000, 2000.0, 18.5)])
+    write_ours(tmp_path, 1, [(1_000_000, 9000.0, 18.5)])
+    (tmp_path / tts.PONG.ours.folder / "run_1" / "params.json").write_text(json.dumps(
+        {"config": {"algo_name": "appo", "env": {"id": "PongNoFrameskip-v4"},
+                    "algo": {"epochs": 99}}}))
+    assert atari_to_score.peer_cap(tmp_path, 1.2) == pytest.approx(2400.0)

@@ -35,10 +35,13 @@ import time_to_score as tts  # noqa: E402
 
 def peer_cap(results: Path, factor: float, game: tts.ScoreGame = tts.PONG) -> float:
     """Seconds the peer may run: ``factor`` times our slowest time to the game's last
-    milestone, or our longest run where none reached it."""
+    milestone, or our longest run where none reached it.  Only runs of the preset as it
+    stands count: a run of earlier settings (its table row names them) is not ours now."""
     ours = game.ours
     times, ends = [], []
     for run in ours.runs(results):
+        if tts.other_settings(run):
+            continue
         rows = tts.read_rows(run)
         reach = tts.first_reach(rows, ours.column, game.goal, ours.frames_per_step)
         end = tts.run_end(rows, ours.column, ours.frames_per_step)
@@ -50,9 +53,9 @@ def peer_cap(results: Path, factor: float, game: tts.ScoreGame = tts.PONG) -> fl
         return factor * max(times)
     if ends:
         return factor * max(ends)
-    raise SystemExit(f"no committed run of ours under {results / ours.folder}: make one with "
-                     f"the results page's command ({ours.command}) first, or give "
-                     "--max-hours")
+    raise SystemExit(f"no committed run of the preset's settings under {results / ours.folder}: "
+                     f"make one with the results page's command ({ours.command}) first, "
+                     "or give --max-hours")
 
 
 def report(results: Path, game: tts.ScoreGame = tts.PONG) -> None:
