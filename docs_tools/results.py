@@ -263,6 +263,12 @@ def runs_of(results: Path, glob: str) -> list[Path]:
     return sorted(p.parent for p in results.glob(f"{glob}/progress.csv"))
 
 
+def row_runs(results: Path, row: Row) -> list[Path]:
+    """The row's runs: those of its folder that ran the preset's own settings (a run
+    whose command changed more than the budget is an ablation, in the notes)."""
+    return [run for run in runs_of(results, row.run_glob) if not tts.other_settings(run)]
+
+
 def header_and_last(run: Path) -> tuple[list[str], dict]:
     """The columns of ``run``'s progress.csv and its last row (empty without rows)."""
     table = load_runs(run, params=False)
@@ -473,7 +479,7 @@ def iqm_text(values: tuple[float, ...]) -> str:
 
 
 def task_line(results: Path, row: Row) -> str:
-    measured = measure(runs_of(results, row.run_glob), row.column, row.budget)
+    measured = measure(row_runs(results, row), row.column, row.budget)
     wall = duration(statistics.mean(measured.seconds)) if measured.seconds else "–"
     cells = [row.task, row.label, budget_text(row), ours_text(measured, row.digits),
              iqm_text(measured.values), reference_text(results, row),
@@ -502,7 +508,7 @@ def unique_tasks(rows: list[Row]) -> list[Row]:
 
 def plotted_rows(results: Path, task: str, rows: list[Row]) -> list[Row]:
     """The rows of ``task`` that have runs to draw."""
-    return [r for r in rows if r.task == task and runs_of(results, r.run_glob)]
+    return [r for r in rows if r.task == task and row_runs(results, r)]
 
 
 def plot_name(row: Row) -> str:
@@ -800,7 +806,7 @@ def plot_task(results: Path, rows: list[Row], out: Path) -> Path:
     fig, ax = plt.subplots(figsize=(5.6, 3.8))
     for i, row in enumerate(rows):
         color = f"C{i}"
-        runs = runs_of(results, row.run_glob)
+        runs = row_runs(results, row)
         curves = []
         for run in runs:
             xs, ys, _ = load_curve(str(run), row.column)

@@ -215,9 +215,13 @@ def _settings_text(settings: dict) -> list[str]:
 def run_settings(run: Path) -> str:
     """The run's seed and ``changed_settings``, as the table shows them; a peer's run
     gives its seed only; '' without a params.json."""
-    config = _params(run).get("config", {})
-    seed = [f"seed {config['seed']}"] if "seed" in config else []
-    return ", ".join(seed + _settings_text(changed_settings(run)))
+    saved = _params(run)
+    seed = saved.get("config", {}).get("seed")
+    if seed is None:  # Sample Factory's saved config may hold None; its argv has the seed.
+        seed = next((arg.split("=", 1)[1] for arg in saved.get("argv", [])
+                     if arg.startswith("--seed=")), None)
+    return ", ".join(([f"seed {seed}"] if seed is not None else [])
+                     + _settings_text(changed_settings(run)))
 
 
 def other_settings(run: Path) -> str:

@@ -207,8 +207,29 @@ def test_a_runs_settings_are_its_seed_and_what_its_command_changed(tmp_path):
     (run / "params.json").write_text(json.dumps(dict(library="sample-factory==2.1.1",
                                                      config=dict(seed=3, num_epochs=1))))
     assert tts.run_settings(run) == "seed 3"  # a peer's settings are its own defaults
+    (run / "params.json").write_text(json.dumps(dict(library="sample-factory==2.1.1",
+                                                     argv=["--device=cpu", "--seed=1"],
+                                                     config=dict(seed=None))))
+    assert tts.run_settings(run) == "seed 1"  # its saved config may lose the seed
     (run / "params.json").unlink()
     assert tts.run_settings(run) == ""
+
+
+def test_a_rows_runs_leave_out_ablations_of_its_preset(tmp_path):
+    """A row measures the preset's runs; one whose command changed a setting beyond
+    the budget (an ablation in the notes) is neither counted nor drawn."""
+    import json
+
+    from helpers import train_config
+
+    row = next(r for r in results.ROWS if r.algo == "appo")
+    for run_id, flags in ((0, ()), (1, ("--algo.learning_rate", "0.001"))):
+        write_run(tmp_path / row.folder / f"run_{run_id}", [(row.budget, 20.0)])
+        config = train_config("--algo", "appo", "--env", row.task, "--runner", "async",
+                              "--n-steps", str(row.budget), *flags)
+        (tmp_path / row.folder / f"run_{run_id}" / "params.json").write_text(
+            json.dumps(dict(config=config)))
+    assert [p.name for p in results.row_runs(tmp_path, row)] == ["run_0"]
 
 
 # ---- the page -------------------------------------------------------------------------------
