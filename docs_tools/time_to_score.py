@@ -94,9 +94,10 @@ PPO_BREAKOUT = ScoreRuns(
 APPO_BREAKOUT = ScoreRuns(
     "rlpyt APPO (the `appo` preset, asynchronous)", "BreakoutNoFrameskip-v4",
     "atari/appo/BreakoutNoFrameskip-v4", "GameScoreAverage", 4,
-    "rlpyt train --algo appo --env BreakoutNoFrameskip-v4 --runner async "
+    "for S in 0 1; do rlpyt train --algo appo --env BreakoutNoFrameskip-v4 --runner async "
     "--sampler-type serial --torch-threads 1 --n-steps 2500000 --sampler.eval_n_envs 0 "
-    "--seed 0 --log-dir docs/results/atari/appo/BreakoutNoFrameskip-v4 --run-id 2",
+    "--seed $S --log-dir docs/results/atari/appo/BreakoutNoFrameskip-v4 --run-id $((S + 2)); "
+    "done",
     note="Pong's preset, unchanged: no per-game tuning; runs 0 and 1 (seeds 0 and 1) ran "
          "its earlier rate, which their rows name")
 SF_APPO_BREAKOUT = ScoreRuns(
